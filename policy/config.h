@@ -1,0 +1,127 @@
+#pragma once
+// The typed, validated, immutable configuration (SPEC §3). Built only by loadConfig(); shared as
+// std::shared_ptr<const Config>; a reload builds a new one and swaps the pointer, so a request
+// keeps the snapshot it started with. Nothing here changes after loading.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/host_pattern.h"
+#include "policy/ip_address.h"
+#include "policy/rule_index.h"
+
+namespace sluice::policy {
+
+using Duration = std::chrono::milliseconds;
+
+enum class Scheme : std::uint8_t { Https = 1, Http = 2 };
+std::string_view toString(Scheme s);
+
+struct SecretInjection {
+  std::string header;  // lower case
+  std::string secret;  // name of an entry of Config::secrets
+};
+
+struct Rule {
+  std::string name;  // as written, or "rule-N" (1-based) when the rule has none
+  std::vector<HostPattern> hosts;
+  std::uint8_t schemes = static_cast<std::uint8_t>(Scheme::Https);  // bit set of Scheme
+  std::vector<std::uint16_t> ports;     // empty: 443 for https, 80 for http
+  std::vector<std::string> methods;     // empty: any; compared exactly (case-sensitive)
+  std::vector<std::string> paths;       // empty: any; segment-wise prefixes (request_path.h)
+  std::vector<Cidr> ips;                // empty: only globally reachable addresses
+  std::vector<SecretInjection> inject;
+
+  bool allowsScheme(Scheme s) const { return (schemes & static_cast<std::uint8_t>(s)) != 0; }
+  bool allowsPort(Scheme s, std::uint16_t port) const;
+  bool allowsMethod(std::string_view method) const;
+  // `target` must be a Plain request target (checkRequestTarget).
+  bool allowsPath(std::string_view target) const;
+};
+
+struct Policy {
+  std::string name;
+  std::vector<Rule> rules;
+  RuleIndex index;  // built from `rules` by the loader
+};
+
+enum class SandboxMode : std::uint8_t { Enforce, Report };
+enum class OriginalDst : std::uint8_t { Ignore, RequireMatch };
+std::string_view toString(SandboxMode m);
+std::string_view toString(OriginalDst o);
+
+struct Sandbox {
+  std::string name;                   // [a-z0-9._-]+
+  std::optional<Endpoint> listen;     // explicit proxy
+  std::optional<Endpoint> transparent;
+  std::optional<Endpoint> dns_listen;
+  std::string ca_dir;                 // absolute, or relative to the working directory
+  std::shared_ptr<const Policy> policy;
+  SandboxMode mode = SandboxMode::Enforce;
+  OriginalDst original_dst = OriginalDst::Ignore;
+  std::optional<std::string> audit_path;
+  std::string source_file;            // the file the entry came from
+  // Every endpoint of this configuration that sluice listens on (all sandboxes and admin).
+  // sluice never dials these, whatever a rule's `ips` says: no loops through itself.
+  std::shared_ptr<const std::vector<Endpoint>> own_endpoints;
+};
+
+struct Secret {
+  enum class Source : std::uint8_t { Env, File };
+  std::string name;
+  Source source = Source::Env;
+  std::string source_value;  // the variable name or the file path; never the secret itself
+  std::string placeholder;
+};
+
+struct DnsSettings {
+  std::vector<Endpoint> servers;  // empty: the nameservers of the host's /etc/resolv.conf
+  Duration timeout{2000};
+  Duration max_ttl{300000};
+};
+
+struct UpstreamSettings {
+  std::optional<std::string> ca_file;  // empty: OpenSSL's default verify paths
+  Duration connect_timeout{5000};
+};
+
+struct AuditSettings {
+  std::string path = "-";  // "-" is stdout
+  bool hash_bodies = false;
+};
+
+struct AdminSettings {
+  std::optional<Endpoint> listen;
+};
+
+struct Limits {
+  std::uint64_t max_connections = 10000;
+  std::uint64_t max_header_bytes = 64 * 1024;
+  Duration handshake_timeout{10000};
+  Duration idle_timeout{60000};
+  Duration shutdown_grace{10000};
+};
+
+struct Config {
+  std::string source_file;
+  DnsSettings dns;
+  UpstreamSettings upstream;
+  AuditSettings audit;
+  AdminSettings admin;
+  Limits limits;
+  std::optional<std::string> sandboxes_dir;
+  std::vector<Sandbox> sandboxes;
+  std::vector<std::shared_ptr<const Policy>> policies;
+  std::vector<Secret> secrets;
+
+  const Sandbox* findSandbox(std::string_view name) const;
+  const Policy* findPolicy(std::string_view name) const;
+  const Secret* findSecret(std::string_view name) const;
+};
+
+}  // namespace sluice::policy

@@ -1,0 +1,159 @@
+// Sandboxes and the endpoints sluice listens on (SPEC §3). Part of loadConfig(); see
+// config_loader_parts.h. An entry of `sandboxes` and the root of a sandboxes_dir file are read
+// by the same function, so the two can never accept different keys.
+
+#include <algorithm>
+#include <utility>
+
+#include "policy/config_loader_parts.h"
+#include "policy/config_scalars.h"
+
+namespace sluice::policy::loader {
+namespace {
+
+std::string joinDir(std::string_view base, std::string_view name) {
+  if (base.empty()) {
+    return std::string(name);
+  }
+  std::string out(base);
+  if (out.back() != '/') {
+    out += '/';
+  }
+  return out + std::string(name);
+}
+
+void readName(YamlWalker& walker, const YamlValue& value, LoadState& state, Sandbox& sandbox) {
+  auto name = readString(walker, value);
+  if (!name) {
+    return;
+  }
+  if (auto ok = checkName(*name); !ok) {
+    walker.error(value.mark, ok.error());
+    return;
+  }
+  sandbox.name = *name;
+  for (const SandboxName& seen : state.sandbox_names) {
+    if (seen.name == *name) {
+      walker.error(value.mark, "duplicate sandbox name " + quoteForMessage(*name) + " (first at " +
+                                   seen.file + ":" + std::to_string(seen.line) + ")");
+      return;
+    }
+  }
+  state.sandbox_names.push_back(SandboxName{*name, walker.file(), value.mark.line + 1});
+}
+
+void readPolicyName(YamlWalker& walker, const YamlValue& value, const LoadState& state,
+                    Sandbox& sandbox) {
+  auto name = readString(walker, value);
+  if (!name) {
+    return;
+  }
+  std::vector<std::string> defined;
+  for (const std::shared_ptr<Policy>& policy : state.policies) {
+    if (policy->name == *name) {
+      sandbox.policy = policy;
+      return;
+    }
+    defined.push_back(policy->name);
+  }
+  if (state.policies_readable) {
+    walker.error(value.mark, unknownName("policy", *name, defined));
+  }
+}
+
+}  // namespace
+
+void readSandbox(YamlWalker& walker, const YamlValue& value, LoadState& state) {
+  MapReader map(walker, value,
+                {"name", "listen", "transparent", "dns_listen", "ca", "policy", "mode",
+                 "original_dst", "audit"});
+  if (!map.isMap()) {
+    return;
+  }
+  Sandbox sandbox;
+  sandbox.source_file = walker.file();
+  map.readRequired("name", [&](const YamlValue& v) { readName(walker, v, state, sandbox); });
+
+  // Who owns an endpoint, for the overlap message; the path when the name is unusable.
+  const std::string owner = !sandbox.name.empty()    ? "sandbox " + quoteForMessage(sandbox.name)
+                            : !walker.path().empty() ? "the sandbox at " + walker.path()
+                                                     : "the sandbox in " + walker.file();
+  auto readListener = [&](std::string_view key, std::optional<Endpoint>& out) {
+    return map.read(key, [&](const YamlValue& v) {
+      out = readEndpoint(walker, v, true);
+      if (out) {
+        state.endpoints.push_back(EndpointUse{*out, owner + " (" + std::string(key) + ")",
+                                              walker.file(), v.mark, walker.path()});
+      }
+    });
+  };
+  const bool listen = readListener("listen", sandbox.listen);
+  const bool transparent = readListener("transparent", sandbox.transparent);
+  readListener("dns_listen", sandbox.dns_listen);
+  if (!listen && !transparent) {
+    walker.error(value.mark, "a sandbox needs 'listen', 'transparent' or both");
+  }
+
+  if (!map.read("ca",
+                [&](const YamlValue& v) { sandbox.ca_dir = readPath(walker, v).value_or(""); })) {
+    sandbox.ca_dir = joinDir(state.options.default_ca_base, sandbox.name);
+  }
+  map.readRequired("policy",
+                   [&](const YamlValue& v) { readPolicyName(walker, v, state, sandbox); });
+  map.read("mode", [&](const YamlValue& v) {
+    if (auto mode = readWord(walker, v, "a mode", {"enforce", "report"})) {
+      sandbox.mode = *mode == "report" ? SandboxMode::Report : SandboxMode::Enforce;
+    }
+  });
+  map.read("original_dst", [&](const YamlValue& v) {
+    if (!transparent) {
+      walker.error(map.find("original_dst")->key_mark,
+                   "applies only to a sandbox with 'transparent'");
+      return;
+    }
+    if (auto setting =
+            readWord(walker, v, "an original_dst setting", {"ignore", "require_match"})) {
+      sandbox.original_dst =
+          *setting == "require_match" ? OriginalDst::RequireMatch : OriginalDst::Ignore;
+    }
+  });
+  map.read("audit", [&](const YamlValue& v) {
+    sandbox.audit_path = readPath(walker, v, /*allow_stdout=*/true);
+  });
+  state.config.sandboxes.push_back(std::move(sandbox));
+}
+
+void checkEndpointOverlaps(LoadState& state) {
+  // Document order decides which of two is "already" there.
+  std::stable_sort(state.endpoints.begin(), state.endpoints.end(),
+                   [&](const EndpointUse& a, const EndpointUse& b) {
+                     const std::size_t ra = fileRank(state, a.file);
+                     const std::size_t rb = fileRank(state, b.file);
+                     if (ra != rb) {
+                       return ra < rb;
+                     }
+                     if (a.mark.line != b.mark.line) {
+                       return a.mark.line < b.mark.line;
+                     }
+                     return a.mark.column < b.mark.column;
+                   });
+  for (std::size_t i = 0; i < state.endpoints.size(); ++i) {
+    const EndpointUse& later = state.endpoints[i];
+    for (std::size_t j = 0; j < i; ++j) {
+      const EndpointUse& earlier = state.endpoints[j];
+      if (!Endpoint::overlaps(earlier.endpoint, later.endpoint)) {
+        continue;
+      }
+      // Different texts overlap when one is a wildcard: name both addresses.
+      const std::string message =
+          earlier.endpoint == later.endpoint
+              ? later.endpoint.toString() + " is already used by " + earlier.owner
+              : later.endpoint.toString() + " overlaps " + earlier.endpoint.toString() +
+                    ", used by " + earlier.owner;
+      state.errors.push_back(makeConfigError(later.file, later.mark, later.path, message));
+      break;
+    }
+  }
+}
+
+}  // namespace sluice::policy::loader

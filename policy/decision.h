@@ -1,0 +1,82 @@
+#pragma once
+// The decision: a pure function of a sandbox's configuration and the facts of one request.
+// proxy/ gathers the facts (and may call decide() several times as they arrive: at CONNECT,
+// at each request head, after resolving) and acts on the answer; nothing here does I/O.
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "policy/config.h"
+#include "policy/host_name.h"
+#include "policy/reason.h"
+
+namespace sluice::policy {
+
+enum class Verdict : std::uint8_t { Deny, Allow, Report };
+std::string_view toString(Verdict v);
+
+enum class SniState : std::uint8_t {
+  Unknown,  // not TLS, or the ClientHello has not been read yet: not checked
+  Absent,   // the ClientHello carried no server_name
+  Present,  // `sni` holds it, as received
+};
+
+// One HTTP request head, as received. Absent before the first request of a connection.
+struct RequestHead {
+  std::string_view method;
+  std::string_view target;                // origin form "/p?q" (absolute form: split by caller)
+  int host_count = 0;                     // number of Host header fields
+  std::string_view host;                  // the Host value when host_count == 1
+  bool absolute_form = false;
+  std::string_view uri_authority;         // authority of an absolute-form target
+};
+
+struct RequestFacts {
+  std::string_view target_host;  // H as received: CONNECT host, SNI (transparent), Host/URI
+  std::uint16_t port = 0;        // the port H is reached on
+  Scheme scheme = Scheme::Https;
+  SniState sni_state = SniState::Unknown;
+  std::string_view sni;
+  const RequestHead* request = nullptr;
+  // Addresses sluice resolved for H itself; only checked when `resolved`. (An IP-literal H is
+  // its own and only address, resolved or not.)
+  bool resolved = false;
+  std::span<const IpAddress> addresses;
+};
+
+// At most this many addresses of an answer are considered; the rest are never dialled.
+inline constexpr std::size_t kMaxAddresses = 64;
+
+struct Decision {
+  Verdict verdict = Verdict::Deny;  // a default Decision denies
+  Reason reason = Reason::NotAllowedHost;
+  // The rule that matched the request, if one did (also when its addresses were then refused:
+  // reason ip_denied with the rule names which rule's `ips` applied).
+  const Rule* rule = nullptr;
+  CanonicalHost host;               // canonical H (empty if H was bad)
+  bool ip_checked = false;
+  // Bit i set: addresses[i] passed the address checks and may be dialled.
+  std::uint64_t usable_addresses = 0;
+
+  bool forwards() const { return verdict != Verdict::Deny; }
+};
+
+// The checks, in this order; the first that fails decides (SPEC §1):
+//   1. H canonicalises (§4.1)                                              else bad_host
+//   2. TLS: the ClientHello has an SNI (sni_missing), equal to H (sni_mismatch)
+//   3. Request: the target is a valid origin-form target (bad_request); exactly one Host
+//      (host_missing, host_duplicate); Host, and an absolute-form authority, equal H with a port
+//      that is absent or the connection's port (host_mismatch)
+//   4. Rules: an IP-literal H must be listed exactly (ip_literal); then a rule must match H,
+//      scheme, port, method and path, in that order. The rule that comes first in the policy
+//      and matches everything wins; when none does, the reason is that of the rule that got
+//      furthest (not_allowed_host < _scheme < _port < _method < _path). Method and path are
+//      only checked once there is a request. A report-mode sandbox turns these reasons
+//      (only these) into Verdict::Report and goes on.
+//   5. Addresses, once resolved: an address may be dialled if it is not one of sluice's own
+//      listen endpoints and, when the rule has `ips`, lies inside them, else is globally
+//      reachable (§4.3). None left: ip_denied, in every mode.
+Decision decide(const Sandbox& sandbox, const RequestFacts& facts);
+
+}  // namespace sluice::policy

@@ -1,0 +1,55 @@
+#pragma once
+// One vocabulary for why (SPEC §5.4). Every denial sluice makes carries one of these; a single
+// table maps each to the `Sluice-Reason` token, the HTTP status sent (when one can be), and the
+// RFC 9209 `Proxy-Status` error type. The tokens are stable: audit pipelines match on them.
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace sluice::policy {
+
+enum class Reason : std::uint8_t {
+  None,  // allowed
+  NotAllowedHost,
+  NotAllowedPort,
+  NotAllowedScheme,
+  NotAllowedMethod,
+  NotAllowedPath,
+  BadHost,
+  IpLiteral,
+  IpDenied,
+  SniMissing,
+  SniMismatch,
+  HostMissing,
+  HostDuplicate,
+  HostMismatch,
+  DnsFailed,
+  DnsMismatch,
+  NotTls,
+  BadRequest,
+  HeaderTooLarge,
+  UpstreamConnect,
+  UpstreamCert,
+  UpstreamTimeout,
+  SecretMisuse,
+};
+
+inline constexpr int kReasonCount = static_cast<int>(Reason::SecretMisuse) + 1;
+
+struct ReasonInfo {
+  std::string_view token;         // "not_allowed_host"; "" for None
+  std::uint16_t http_status;      // status of the answer sluice sends; 0: none (close/alert)
+  std::string_view proxy_status;  // RFC 9209 error type, e.g. "destination_ip_prohibited"
+};
+
+const ReasonInfo& reasonInfo(Reason r);
+inline std::string_view toString(Reason r) { return reasonInfo(r).token; }
+std::optional<Reason> reasonFromToken(std::string_view token);
+
+// Reasons a report-mode sandbox records and forwards anyway: the rule-matching ones (SPEC §1
+// point 4). Everything else is a broken invariant (a bad or mismatched name, an address sluice
+// will not dial) and is denied in every mode.
+bool isPolicyReason(Reason r);
+
+}  // namespace sluice::policy

@@ -1,0 +1,35 @@
+// sluice check -c FILE: validate; exit 0, or print every error as FILE:LINE:COL: message and
+// exit 2 (SPEC §2).
+#include <cstdio>
+
+#include "proxy/cli/cli.h"
+#include "proxy/cli/flags.h"
+#include "proxy/config_files.h"
+
+namespace sluice::cli {
+
+int checkCommand(std::span<const std::string_view> args, Streams streams) {
+  static constexpr FlagSpec kSpecs[] = {{"config", "c", false, true}};
+  std::string error;
+  auto flags = Flags::parse(args, kSpecs, &error);
+  if (!flags || !flags->get("config")) {
+    std::fprintf(streams.err, "sluice check: %s\nusage: sluice check -c FILE\n",
+                 flags ? "-c FILE is required" : error.c_str());
+    return kExitUsage;
+  }
+  std::string path(*flags->get("config"));
+  auto config = proxy::loadConfigFile(path);
+  if (!config) {
+    proxy::printConfigErrors(streams.err, config.error());
+    return kExitUsage;
+  }
+  std::size_t rules = 0;
+  for (const auto& policy : config.value()->policies) {
+    rules += policy->rules.size();
+  }
+  std::fprintf(streams.out, "%s: ok (%zu sandboxes, %zu policies, %zu rules)\n", path.c_str(),
+               config.value()->sandboxes.size(), config.value()->policies.size(), rules);
+  return kExitOk;
+}
+
+}  // namespace sluice::cli

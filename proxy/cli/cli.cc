@@ -1,0 +1,59 @@
+#include "proxy/cli/cli.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::cli {
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage:\n"
+    "  sluice check -c FILE         validate a configuration; errors as FILE:LINE:COL: message\n"
+    "  sluice explain -c FILE --sandbox NAME --url URL [--method M] [--sni NAME] [--ip ADDR]...\n"
+    "                               the verdict for one hypothetical request, as JSON\n"
+    "  sluice ca init --dir DIR     write DIR/ca.pem and DIR/ca.key; never overwrites\n"
+    "  sluice version\n";
+
+int usage(Streams streams, std::string_view problem) {
+  if (!problem.empty()) {
+    std::fprintf(streams.err, "sluice: %.*s\n", static_cast<int>(problem.size()),
+                 problem.data());
+  }
+  std::fprintf(streams.err, "%.*s", static_cast<int>(kUsage.size()), kUsage.data());
+  return kExitUsage;
+}
+
+}  // namespace
+
+int run(int argc, char** argv, Streams streams) {
+  std::vector<std::string_view> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  if (args.empty()) {
+    return usage(streams, "");
+  }
+  std::string_view command = args.front();
+  std::span<const std::string_view> rest(args.data() + 1, args.size() - 1);
+  if (command == "check") {
+    return checkCommand(rest, streams);
+  }
+  if (command == "explain") {
+    return explainCommand(rest, streams);
+  }
+  if (command == "version" || command == "--version") {
+    return versionCommand(rest, streams);
+  }
+  if (command == "ca") {
+    if (!rest.empty() && rest.front() == "init") {
+      return caInitCommand(rest.subspan(1), streams);
+    }
+    return usage(streams, "ca: expected 'ca init --dir DIR'");
+  }
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::fprintf(streams.out, "%.*s", static_cast<int>(kUsage.size()), kUsage.data());
+    return kExitOk;
+  }
+  return usage(streams, "unknown command '" + std::string(command) + "'");
+}
+
+}  // namespace sluice::cli

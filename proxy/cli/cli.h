@@ -1,0 +1,31 @@
+#pragma once
+// The command line (SPEC §2). Each command is a function from its arguments to an exit code,
+// writing to the streams it is given, so tests can call it in-process as well as run the
+// binary.
+
+#include <cstdio>
+#include <span>
+#include <string_view>
+
+namespace sluice::cli {
+
+struct Streams {
+  std::FILE* out = stdout;
+  std::FILE* err = stderr;
+};
+
+// Exit codes shared by the commands.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;   // e.g. explain: deny; run: cannot start
+inline constexpr int kExitUsage = 2;     // bad arguments or a bad config
+
+// argv as main() receives it.
+int run(int argc, char** argv, Streams streams = {});
+
+// Each takes the arguments after its command words ("check -c F" gets {"-c", "F"}).
+int checkCommand(std::span<const std::string_view> args, Streams streams);
+int explainCommand(std::span<const std::string_view> args, Streams streams);
+int caInitCommand(std::span<const std::string_view> args, Streams streams);
+int versionCommand(std::span<const std::string_view> args, Streams streams);
+
+}  // namespace sluice::cli

@@ -1,0 +1,34 @@
+#pragma once
+// Reading configuration from disk: the file named with -c, the files of `sandboxes_dir`, the
+// built-in default, and where a sandbox's CA lives by default. policy/ parses and validates;
+// this is the I/O it leaves to the caller.
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "policy/config_loader.h"
+
+namespace sluice::proxy {
+
+// $XDG_STATE_HOME/sluice, else $HOME/.local/state/sluice (SPEC §3.6); "./sluice-state" if
+// neither variable is set.
+std::string defaultCaBase();
+
+// The YAML files of a sandboxes directory: regular files ending in .yaml or .yml, not hidden,
+// sorted by name so the load order (and which of two duplicates is reported) is stable.
+Result<std::vector<policy::ConfigText>, std::string> readSandboxDir(const std::string& dir);
+
+policy::LoadOptions defaultLoadOptions();
+
+// Reads and loads `path`. An unreadable file is one error with no position.
+policy::ConfigResult loadConfigFile(const std::string& path);
+
+// The built-in default of `sluice run` without -c.
+policy::ConfigResult loadBuiltinConfig();
+
+// Prints each error as `sluice check` does: one "FILE:LINE:COL: message" line each.
+void printConfigErrors(std::FILE* stream, const std::vector<policy::ConfigError>& errors);
+
+}  // namespace sluice::proxy

@@ -1,0 +1,49 @@
+#pragma once
+// Compact JSON, written into a reusable buffer: `sluice explain` output now, audit records
+// later (where the buffer is kept per worker, so writing a record allocates nothing once the
+// buffer has grown). Keys come out in the order written.
+//
+// Strings may hold anything a sandbox sent. Valid UTF-8 passes through; control characters,
+// '"' and '\' are escaped; a byte that is not part of valid UTF-8 is written as \u00XX (its
+// Latin-1 reading), so every record stays valid JSON and no byte is silently lost.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace sluice::proxy {
+
+void appendJsonString(std::string& out, std::string_view text);
+
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::string& out) : out_(out) {}
+
+  JsonWriter& beginObject();
+  JsonWriter& endObject();
+  JsonWriter& beginArray();
+  JsonWriter& endArray();
+  JsonWriter& key(std::string_view name);
+  JsonWriter& string(std::string_view value);
+  JsonWriter& number(std::int64_t value);
+  JsonWriter& boolean(bool value);
+  JsonWriter& null();
+
+  // Shorthands for "key": value.
+  JsonWriter& field(std::string_view name, std::string_view value) { return key(name).string(value); }
+  JsonWriter& field(std::string_view name, std::int64_t value) { return key(name).number(value); }
+  JsonWriter& fieldBool(std::string_view name, bool value) { return key(name).boolean(value); }
+  JsonWriter& fieldNull(std::string_view name) { return key(name).null(); }
+  // A string, or null when `value` is empty.
+  JsonWriter& fieldOrNull(std::string_view name, std::string_view value) {
+    return value.empty() ? fieldNull(name) : field(name, value);
+  }
+
+ private:
+  void separate();
+
+  std::string& out_;
+  bool need_comma_ = false;
+};
+
+}  // namespace sluice::proxy

@@ -1,0 +1,262 @@
+// The command line, exercised as users run it: the real `sluice` binary as a process.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/subprocess.h"
+
+namespace sluice::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+ProcessResult sluice(std::vector<std::string> args) {
+  args.insert(args.begin(), SLUICE_BINARY);
+  return runProcess(args);
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "sluice-cli-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+  std::string write(const std::string& name, const std::string& text) const {
+    fs::path p = path_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+ private:
+  fs::path path_;
+};
+
+std::string example(const std::string& name) {
+  return std::string(SLUICE_SOURCE_DIR) + "/examples/" + name;
+}
+
+TEST(Check, AcceptsEveryExample) {
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(SLUICE_SOURCE_DIR) + "/examples")) {
+    if (entry.path().extension() != ".yaml") {
+      continue;
+    }
+    ProcessResult r = sluice({"check", "-c", entry.path().string()});
+    EXPECT_EQ(r.exit_code, 0) << entry.path() << "\n" << r.err;
+    EXPECT_THAT(r.out, HasSubstr(": ok (")) << entry.path();
+    EXPECT_EQ(r.err, "") << entry.path();
+    ++checked;
+  }
+  EXPECT_GE(checked, 3);
+}
+
+TEST(Check, ReportsEveryErrorWithFileLineColumn) {
+  TempDir dir;
+  std::string file = dir.write("bad.yaml",
+                               "version: 1\n"
+                               "sandboxes:\n"
+                               "  - name: agent\n"
+                               "    listen: 127.0.0.1:3128\n"
+                               "    policy: missing\n"
+                               "policies:\n"
+                               "  p:\n"
+                               "    rules:\n"
+                               "      - hosts: [\"*.github.io\"]\n"
+                               "        ports: [0443]\n"
+                               "        colour: blue\n");
+  ProcessResult r = sluice({"check", "-c", file});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  std::vector<std::string> lines;
+  std::string line;
+  for (char c : r.err) {
+    if (c == '\n') {
+      lines.push_back(line);
+      line.clear();
+    } else {
+      line += c;
+    }
+  }
+  ASSERT_EQ(lines.size(), 4u) << r.err;
+  // Every error, each at its own position, whatever order the loader found them in.
+  const std::pair<std::string, std::string> expected[] = {
+      {file + ":5:13: ", "missing"},
+      {file + ":9:17: ", "github.io"},
+      {file + ":10:17: ", "0443"},
+      {file + ":11:9: ", "colour"},
+  };
+  for (const auto& [prefix, word] : expected) {
+    bool found = false;
+    for (const std::string& l : lines) {
+      found = found || (l.starts_with(prefix) && l.find(word) != std::string::npos);
+    }
+    EXPECT_TRUE(found) << "no line starting " << prefix << " and naming " << word << " in:\n"
+                       << r.err;
+  }
+}
+
+TEST(Check, UnreadableFile) {
+  ProcessResult r = sluice({"check", "-c", "/nonexistent/sluice.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, StartsWith("/nonexistent/sluice.yaml: cannot read"));
+}
+
+TEST(Check, NeedsConfigFlag) {
+  ProcessResult r = sluice({"check"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("usage: sluice check -c FILE"));
+}
+
+TEST(Explain, AllowsAMirrorDownload) {
+  ProcessResult r = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
+                            "default", "--url", "https://PyPI.org./simple/requests/"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(R"("decision":"allow","rule":"pypi","reason":null)"));
+  EXPECT_THAT(r.out, HasSubstr(R"("host":"pypi.org")"));
+  EXPECT_THAT(r.out, HasSubstr(R"("ip_checked":false,"addresses":[])"));
+  EXPECT_EQ(r.out.back(), '\n');
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one JSON object on one line";
+}
+
+TEST(Explain, DeniesAnUnlistedHost) {
+  ProcessResult r = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
+                            "default", "--url", "https://attacker.test/x"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr(R"("decision":"deny","rule":null,"reason":"not_allowed_host")"));
+  EXPECT_THAT(r.out, HasSubstr(R"("status":403)"));
+}
+
+TEST(Explain, ChecksGivenAddresses) {
+  ProcessResult r = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
+                            "default", "--url", "https://pypi.org/simple/", "--ip",
+                            "169.254.169.254", "--ip", "64:ff9b::7f00:1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr(R"("reason":"ip_denied")"));
+  EXPECT_THAT(r.out, HasSubstr(R"("ip_checked":true)"));
+  EXPECT_THAT(r.out,
+              HasSubstr(R"({"ip":"169.254.169.254","usable":false,"class":"link_local"})"));
+  EXPECT_THAT(r.out, HasSubstr(R"({"ip":"64:ff9b::7f00:1","usable":false,"class":"nat64:loopback"})"));
+
+  ProcessResult ok = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
+                             "default", "--url", "https://pypi.org/simple/", "--ip",
+                             "10.0.0.1", "--ip", "151.101.0.223"});
+  EXPECT_EQ(ok.exit_code, 0);
+  EXPECT_THAT(ok.out, HasSubstr(R"({"ip":"151.101.0.223","usable":true,"class":"global"})"));
+}
+
+TEST(Explain, SniDefaultsToTheUrlHostAndCanDiffer) {
+  ProcessResult r = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
+                            "default", "--url", "https://pypi.org/", "--sni", "evil.test"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr(R"("reason":"sni_mismatch")"));
+  ProcessResult none = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
+                               "default", "--url", "https://pypi.org/", "--sni", ""});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_THAT(none.out, HasSubstr(R"("reason":"sni_missing")"));
+}
+
+TEST(Explain, MethodAndScheme) {
+  ProcessResult post = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
+                               "default", "--url", "https://pypi.org/legacy/", "--method",
+                               "POST"});
+  EXPECT_EQ(post.exit_code, 1);
+  EXPECT_THAT(post.out, HasSubstr(R"("reason":"not_allowed_method")"));
+  ProcessResult http = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
+                               "default", "--url", "http://pypi.org/simple/"});
+  EXPECT_EQ(http.exit_code, 1);
+  EXPECT_THAT(http.out, HasSubstr(R"("reason":"not_allowed_scheme")"));
+  ProcessResult apt = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
+                              "default", "--url", "http://deb.debian.org/debian/"});
+  EXPECT_EQ(apt.exit_code, 0);
+  ProcessResult ftp = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
+                              "default", "--url", "ftp://deb.debian.org/debian/"});
+  EXPECT_EQ(ftp.exit_code, 1);
+  EXPECT_THAT(ftp.out, HasSubstr(R"("reason":"not_allowed_scheme")"));
+}
+
+TEST(Explain, IpLiteralsAndTheirDisguises) {
+  for (const char* url : {"https://127.0.0.1/", "https://[::ffff:127.0.0.1]/"}) {
+    ProcessResult r = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
+                              "default", "--url", url});
+    EXPECT_EQ(r.exit_code, 1) << url;
+    EXPECT_THAT(r.out, HasSubstr(R"("reason":"ip_literal")")) << url;
+  }
+  for (const char* url : {"http://2130706433/", "http://0x7f.1/", "http://0177.0.0.1/"}) {
+    ProcessResult r = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
+                              "default", "--url", url});
+    EXPECT_EQ(r.exit_code, 1) << url;
+    EXPECT_THAT(r.out, HasSubstr(R"("reason":"bad_host","status":403)")) << url;
+  }
+}
+
+TEST(Explain, ReportModeForwardsAndSaysWhy) {
+  ProcessResult r = sluice({"explain", "-c", example("report-mode.yaml"), "--sandbox", "trial",
+                            "--url", "https://example.org/"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(R"("decision":"report","rule":null,"reason":"not_allowed_host")"));
+  EXPECT_THAT(r.out, HasSubstr(R"("mode":"report")"));
+}
+
+TEST(Explain, BadInputExitsTwo) {
+  const std::string m = example("package-mirrors.yaml");
+  const std::vector<std::vector<std::string>> cases = {
+      {"explain", "-c", m, "--sandbox", "nobody", "--url", "https://pypi.org/"},
+      {"explain", "-c", m, "--sandbox", "default", "--url", "pypi.org"},
+      {"explain", "-c", m, "--sandbox", "default", "--url", "https://pypi.org/", "--ip", "x"},
+      {"explain", "-c", m, "--sandbox", "default", "--url", "https://pypi.org/", "--method",
+       "G T"},
+      {"explain", "-c", m, "--sandbox", "default", "--url", "http://pypi.org/", "--sni", "a"},
+      {"explain", "-c", m, "--sandbox", "default"},
+      {"explain", "-c", m, "--url", "https://pypi.org/", "--sandbox", "default", "--bogus"},
+      {"explain", "-c", "/nonexistent.yaml", "--sandbox", "default", "--url", "https://a/"},
+  };
+  for (const auto& args : cases) {
+    ProcessResult r = sluice(args);
+    EXPECT_EQ(r.exit_code, 2) << ::testing::PrintToString(args);
+    EXPECT_EQ(r.out, "") << ::testing::PrintToString(args);
+    EXPECT_NE(r.err, "") << ::testing::PrintToString(args);
+  }
+}
+
+TEST(CaInit, WritesAPrivateKeyAndNeverOverwrites) {
+  TempDir dir;
+  std::string ca_dir = (dir.path() / "agent-1").string();
+  ProcessResult first = sluice({"ca", "init", "--dir", ca_dir});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  struct stat key {};
+  ASSERT_EQ(::stat((ca_dir + "/ca.key").c_str(), &key), 0);
+  EXPECT_EQ(key.st_mode & 0777, 0600u);
+  EXPECT_TRUE(fs::exists(ca_dir + "/ca.pem"));
+  std::ifstream pem(ca_dir + "/ca.pem");
+  std::string before((std::istreambuf_iterator<char>(pem)), std::istreambuf_iterator<char>());
+
+  ProcessResult second = sluice({"ca", "init", "--dir", ca_dir});
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_THAT(second.err, HasSubstr("never overwrites"));
+  std::ifstream pem2(ca_dir + "/ca.pem");
+  std::string after((std::istreambuf_iterator<char>(pem2)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(before, after);
+}
+
+TEST(Usage, UnknownCommandsAndVersion) {
+  EXPECT_EQ(sluice({}).exit_code, 2);
+  ProcessResult unknown = sluice({"frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("unknown command 'frobnicate'"));
+  ProcessResult version = sluice({"version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_THAT(version.out, StartsWith("sluice 0.1.0\n"));
+  EXPECT_THAT(version.out, HasSubstr("OpenSSL 3."));
+}
+
+}  // namespace
+}  // namespace sluice::testing

@@ -1,0 +1,33 @@
+# Fails when a module includes what its layer must not (STYLE.md, ARCHITECTURE.md):
+#   policy/  pure: no event loop, resolver, HTTP parser, TLS, logging, sockets or streams to
+#            files, and nothing of certs/ or proxy/
+#   certs/   OpenSSL only: no event loop, resolver, HTTP parser, and nothing of policy/ or proxy/
+#   base/    nothing at all of ours
+set(forbidden_everywhere_below_proxy "uv\\.h" "ares\\.h" "ares_[a-z_]*\\.h" "llhttp\\.h")
+set(policy_forbidden ${forbidden_everywhere_below_proxy}
+    "openssl/" "spdlog/" "fmt/" "sys/socket\\.h" "netinet/" "arpa/" "netdb\\.h" "fstream"
+    "iostream" "unistd\\.h" "fcntl\\.h" "dirent\\.h" "filesystem" "certs/" "proxy/")
+set(certs_forbidden ${forbidden_everywhere_below_proxy} "spdlog/" "sys/socket\\.h" "netinet/"
+    "policy/" "proxy/")
+set(base_forbidden ${forbidden_everywhere_below_proxy} "openssl/" "policy/" "certs/" "proxy/")
+
+set(failures "")
+foreach(module policy certs base)
+  file(GLOB_RECURSE files ${SOURCE_DIR}/${module}/*.h ${SOURCE_DIR}/${module}/*.cc)
+  foreach(f ${files})
+    file(STRINGS ${f} includes REGEX "^[ \t]*#[ \t]*include")
+    foreach(line ${includes})
+      foreach(pattern ${${module}_forbidden})
+        if(line MATCHES "[<\"]([^>\"]*/)?${pattern}")
+          list(APPEND failures "${f}: ${line}  (forbidden in ${module}/: ${pattern})")
+        endif()
+      endforeach()
+    endforeach()
+  endforeach()
+endforeach()
+
+if(failures)
+  list(JOIN failures "\n" text)
+  message(FATAL_ERROR "layering violations:\n${text}")
+endif()
+message(STATUS "layering: policy/, certs/ and base/ include only what their layer allows")

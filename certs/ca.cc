@@ -11,12 +11,13 @@
 #include <unistd.h>
 
 #include <openssl/bio.h>
-#include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
+
+#include "certs/x509_util.h"
 
 namespace sluice::certs {
 
@@ -26,7 +27,6 @@ using CaResult = Result<CertificateAuthority, std::string>;
 
 constexpr long kBackdateSeconds = 60 * 60;  // tolerates a sandbox clock a little behind ours
 constexpr int kValidityDays = 3652;         // ten years, leap days included
-constexpr int kSerialBits = 159;            // positive and at most 20 octets (RFC 5280 4.1.2.2)
 constexpr mode_t kDirMode = 0700;
 constexpr mode_t kKeyMode = 0600;
 constexpr mode_t kCertMode = 0644;
@@ -39,7 +39,6 @@ struct FreeWith {
   }
 };
 using BioPtr = std::unique_ptr<BIO, FreeWith<BIO_free_all>>;
-using BignumPtr = std::unique_ptr<BIGNUM, FreeWith<BN_free>>;
 using ExtensionPtr = std::unique_ptr<X509_EXTENSION, FreeWith<X509_EXTENSION_free>>;
 using FilePtr = std::unique_ptr<std::FILE, FreeWith<std::fclose>>;
 
@@ -200,17 +199,8 @@ Result<X509Ptr, std::string> makeCaCertificate(EVP_PKEY* key, std::string_view c
     return opensslFailure("cannot allocate the certificate");
   }
 
-  BignumPtr serial(BN_new());
-  if (!serial) {
-    return opensslFailure("cannot allocate the serial");
-  }
-  do {
-    if (BN_rand(serial.get(), kSerialBits, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) != 1) {
-      return opensslFailure("cannot draw a random serial");
-    }
-  } while (BN_is_zero(serial.get()));
-  if (BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert.get())) == nullptr) {
-    return opensslFailure("cannot set the serial");
+  if (!setRandomSerial(cert.get())) {
+    return opensslFailure("cannot set a random serial");
   }
 
   // One clock reading for both ends, so the lifetime is exactly what the constants say.

@@ -3,6 +3,7 @@
 #            files, and nothing of certs/ or proxy/
 #   certs/   OpenSSL only: no event loop, resolver, HTTP parser, and nothing of policy/ or proxy/
 #   base/    nothing at all of ours
+#   proxy/http/, proxy/tls/  sans-IO: no event loop, resolver, or other proxy/ sub-modules
 set(forbidden_everywhere_below_proxy "uv\\.h" "ares\\.h" "ares_[a-z_]*\\.h" "llhttp\\.h")
 set(policy_forbidden ${forbidden_everywhere_below_proxy}
     "openssl/" "spdlog/" "fmt/" "sys/socket\\.h" "netinet/" "arpa/" "netdb\\.h" "fstream"
@@ -10,10 +11,16 @@ set(policy_forbidden ${forbidden_everywhere_below_proxy}
 set(certs_forbidden ${forbidden_everywhere_below_proxy} "spdlog/" "sys/socket\\.h" "netinet/"
     "policy/" "proxy/")
 set(base_forbidden ${forbidden_everywhere_below_proxy} "openssl/" "policy/" "certs/" "proxy/")
+# Protocol code is sans-IO: bytes in, bytes out, no loop.
+set(http_forbidden "uv\\.h" "ares\\.h" "openssl/" "proxy/io/" "proxy/session/" "proxy/tls/"
+    "proxy/dns/")
+set(tls_forbidden "uv\\.h" "ares\\.h" "llhttp\\.h" "proxy/io/" "proxy/session/" "proxy/http/"
+    "proxy/dns/")
 
 set(failures "")
-foreach(module policy certs base)
-  file(GLOB_RECURSE files ${SOURCE_DIR}/${module}/*.h ${SOURCE_DIR}/${module}/*.cc)
+foreach(dir policy certs base proxy/http proxy/tls)
+  get_filename_component(module ${dir} NAME)
+  file(GLOB_RECURSE files ${SOURCE_DIR}/${dir}/*.h ${SOURCE_DIR}/${dir}/*.cc)
   foreach(f ${files})
     file(STRINGS ${f} includes REGEX "^[ \t]*#[ \t]*include")
     foreach(line ${includes})
@@ -30,4 +37,5 @@ if(failures)
   list(JOIN failures "\n" text)
   message(FATAL_ERROR "layering violations:\n${text}")
 endif()
-message(STATUS "layering: policy/, certs/ and base/ include only what their layer allows")
+message(STATUS "layering: policy/, certs/, base/, proxy/http/ and proxy/tls/ include only what "
+               "their layer allows")

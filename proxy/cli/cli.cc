@@ -10,6 +10,7 @@ namespace {
 
 constexpr std::string_view kUsage =
     "usage:\n"
+    "  sluice run [-c FILE]         run the gateway; without -c, the built-in default\n"
     "  sluice check -c FILE         validate a configuration; errors as FILE:LINE:COL: message\n"
     "  sluice explain -c FILE --sandbox NAME --url URL [--method M] [--sni NAME] [--ip ADDR]...\n"
     "                               the verdict for one hypothetical request, as JSON\n"
@@ -34,6 +35,9 @@ int run(int argc, char** argv, Streams streams) {
   }
   std::string_view command = args.front();
   std::span<const std::string_view> rest(args.data() + 1, args.size() - 1);
+  if (command == "run") {
+    return runCommand(rest, streams);
+  }
   if (command == "check") {
     return checkCommand(rest, streams);
   }

@@ -23,6 +23,7 @@ inline constexpr int kExitUsage = 2;     // bad arguments or a bad config
 int run(int argc, char** argv, Streams streams = {});
 
 // Each takes the arguments after its command words ("check -c F" gets {"-c", "F"}).
+int runCommand(std::span<const std::string_view> args, Streams streams);
 int checkCommand(std::span<const std::string_view> args, Streams streams);
 int explainCommand(std::span<const std::string_view> args, Streams streams);
 int caInitCommand(std::span<const std::string_view> args, Streams streams);

@@ -1,0 +1,69 @@
+#pragma once
+// The audit log: one JSON line per record (audit_record.h), through spdlog, each line flushed to
+// the OS before write() returns, so it is on record before the connection it describes closes.
+//
+// Every line ends with "chain": the hex SHA-256 of the previous line's chain (64 hex digits;
+// 64 "0"s for a file's first record) followed by this line's bytes up to `,"chain"` (SPEC §6).
+// A file that already holds records continues its chain from its last complete line.
+//
+// One AuditSink per distinct path ("-" is stdout); sandboxes with the same path share it.
+// Thread-safe: workers on every thread write; a mutex per sink keeps chain order = file order.
+
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "policy/config.h"
+#include "proxy/audit/audit_record.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace sluice::proxy::audit {
+
+inline constexpr std::string_view kGenesisChain =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
+// The chain value of a line: hex SHA-256 of `previous` (64 hex chars) then `body` (the line up
+// to, not including, `,"chain"`).
+std::string chainOf(std::string_view previous, std::string_view body);
+
+class AuditSink {
+ public:
+  static Result<std::unique_ptr<AuditSink>, std::string> open(const std::string& path);
+  ~AuditSink();
+
+  void write(const AuditRecord& record);
+  const std::string& path() const { return path_; }
+  std::uint64_t records() const;
+
+ private:
+  AuditSink(std::string path, std::shared_ptr<spdlog::logger> logger, std::string chain);
+
+  std::string path_;
+  std::shared_ptr<spdlog::logger> logger_;
+  mutable std::mutex mutex_;
+  std::string previous_chain_;  // guarded by mutex_
+  std::string line_;            // guarded by mutex_: reused, so a record allocates nothing
+  std::uint64_t records_ = 0;   // guarded by mutex_
+};
+
+class AuditLog {
+ public:
+  // Opens the path of every sandbox (its own `audit`, else the global audit.path).
+  static Result<std::unique_ptr<AuditLog>, std::string> open(const policy::Config& config);
+
+  // The sink for a sandbox; never null for a sandbox of the config it was opened with.
+  AuditSink* sinkFor(std::string_view sandbox) const;
+
+ private:
+  std::map<std::string, std::unique_ptr<AuditSink>, std::less<>> by_path_;
+  std::map<std::string, AuditSink*, std::less<>> by_sandbox_;
+};
+
+}  // namespace sluice::proxy::audit

@@ -1,0 +1,82 @@
+#pragma once
+// One audit record (SPEC §6): one per HTTP request, allowed or not, and one per connection that
+// ended denied before any request. Field names are constants here and nowhere else, so tests
+// and log pipelines can rely on them.
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "policy/decision.h"
+#include "policy/ip_address.h"
+#include "policy/reason.h"
+
+namespace sluice::proxy::audit {
+
+namespace field {
+inline constexpr std::string_view kTs = "ts";
+inline constexpr std::string_view kSandbox = "sandbox";
+inline constexpr std::string_view kConn = "conn";
+inline constexpr std::string_view kClient = "client";
+inline constexpr std::string_view kMode = "mode";
+inline constexpr std::string_view kSni = "sni";
+inline constexpr std::string_view kHost = "host";
+inline constexpr std::string_view kMethod = "method";
+inline constexpr std::string_view kUrl = "url";
+inline constexpr std::string_view kOrigDst = "orig_dst";
+inline constexpr std::string_view kAddrs = "addrs";
+inline constexpr std::string_view kUpstream = "upstream";
+inline constexpr std::string_view kDecision = "decision";
+inline constexpr std::string_view kRule = "rule";
+inline constexpr std::string_view kReason = "reason";
+inline constexpr std::string_view kStatus = "status";
+inline constexpr std::string_view kReqBytes = "req_bytes";
+inline constexpr std::string_view kRespBytes = "resp_bytes";
+inline constexpr std::string_view kReqSha256 = "req_sha256";
+inline constexpr std::string_view kRespSha256 = "resp_sha256";
+inline constexpr std::string_view kDurationMs = "duration_ms";
+inline constexpr std::string_view kChain = "chain";
+}  // namespace field
+
+enum class Mode : std::uint8_t { Connect, Transparent, Forward };
+std::string_view toString(Mode m);
+
+using Sha256 = std::array<std::uint8_t, 32>;
+
+// Views into the session's state: valid for the duration of AuditLog::write().
+struct AuditRecord {
+  std::chrono::system_clock::time_point ts;
+  std::string_view sandbox;
+  std::uint64_t conn = 0;
+  policy::Endpoint client;
+  Mode mode = Mode::Connect;
+  std::optional<std::string_view> sni;   // as received; absent: null
+  std::optional<std::string_view> host;  // as received; absent: null
+  std::optional<std::string_view> method;
+  std::string_view url;                  // empty: null
+  std::optional<policy::Endpoint> orig_dst;
+  std::span<const policy::IpAddress> addrs;
+  std::optional<policy::Endpoint> upstream;
+  policy::Verdict decision = policy::Verdict::Deny;
+  std::string_view rule;                 // empty: null
+  policy::Reason reason = policy::Reason::None;
+  int status = 0;                        // 0: null (no HTTP answer was sent)
+  std::uint64_t req_bytes = 0;
+  std::uint64_t resp_bytes = 0;
+  bool hashed = false;                   // hash_bodies: write the two digests
+  Sha256 req_sha256{};
+  Sha256 resp_sha256{};
+  std::uint64_t duration_ms = 0;
+};
+
+// Appends the record's JSON, from '{' up to (not including) the `,"chain"` member, to `out`.
+void appendRecordBody(std::string& out, const AuditRecord& record);
+
+// "2026-11-29T22:09:51.123Z"
+void appendTimestamp(std::string& out, std::chrono::system_clock::time_point ts);
+
+}  // namespace sluice::proxy::audit

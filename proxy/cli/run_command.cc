@@ -1,0 +1,88 @@
+// sluice run [-c FILE]: the gateway (SPEC §2). Without -c, the built-in default (§3.6).
+// Exit 2 on a bad config (errors printed as `check` prints them), 1 when it cannot start,
+// 0 after a clean shutdown. Human-facing lines go to stderr: stdout may be the audit log.
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "proxy/cli/cli.h"
+#include "proxy/cli/flags.h"
+#include "proxy/config_files.h"
+#include "proxy/server.h"
+
+namespace sluice::cli {
+
+namespace {
+
+void setUpLogging() {
+  auto logger = std::make_shared<spdlog::logger>(
+      "sluice", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
+  spdlog::level::level_enum level = spdlog::level::info;
+  if (const char* env = std::getenv("SLUICE_LOG"); env != nullptr) {
+    level = spdlog::level::from_str(env);
+  }
+  logger->set_level(level);
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(std::move(logger));
+}
+
+// One worker per core; SLUICE_WORKERS overrides (e.g. 1 to debug).
+unsigned workerCount() {
+  if (const char* env = std::getenv("SLUICE_WORKERS"); env != nullptr) {
+    int n = std::atoi(env);
+    if (n >= 1 && n <= 256) {
+      return static_cast<unsigned>(n);
+    }
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+int runCommand(std::span<const std::string_view> args, Streams streams) {
+  static constexpr FlagSpec kSpecs[] = {{"config", "c", false, true}};
+  std::string error;
+  auto flags = Flags::parse(args, kSpecs, &error);
+  if (!flags) {
+    std::fprintf(streams.err, "sluice run: %s\nusage: sluice run [-c FILE]\n", error.c_str());
+    return kExitUsage;
+  }
+  auto config = flags->get("config") ? proxy::loadConfigFile(std::string(*flags->get("config")))
+                                     : proxy::loadBuiltinConfig();
+  if (!config) {
+    proxy::printConfigErrors(streams.err, config.error());
+    return kExitUsage;
+  }
+  setUpLogging();
+
+  std::vector<std::string> notices;
+  auto server = proxy::Server::create(config.value(), workerCount(), &notices);
+  if (!server) {
+    std::fprintf(streams.err, "sluice run: %s\n", server.error().c_str());
+    return kExitFailure;
+  }
+  for (const std::string& notice : notices) {
+    std::fprintf(streams.err, "sluice: %s\n", notice.c_str());
+  }
+  for (const policy::Sandbox& sandbox : config.value()->sandboxes) {
+    if (sandbox.listen) {
+      std::string proxy_url = "http://" + sandbox.listen->toString();
+      std::fprintf(streams.err,
+                   "sluice: sandbox '%s': explicit proxy on %s, CA certificate %s/ca.pem\n"
+                   "sluice:   in the sandbox: HTTPS_PROXY=%s HTTP_PROXY=%s "
+                   "SSL_CERT_FILE=%s/ca.pem (trust only that file: never the CA key)\n",
+                   sandbox.name.c_str(), sandbox.listen->toString().c_str(),
+                   sandbox.ca_dir.c_str(), proxy_url.c_str(), proxy_url.c_str(),
+                   sandbox.ca_dir.c_str());
+    }
+  }
+  std::fflush(streams.err);
+  return server.value()->run();
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,222 @@
+#include "proxy/http/head_writer.h"
+
+#include <array>
+#include <cstdint>
+
+namespace sluice::proxy::http {
+namespace {
+
+// clang-format off
+constexpr std::array<std::string_view, 10> kHopByHop = {
+    "Connection",          "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
+    "Proxy-Authenticate",  "TE",         "Trailer",          "Transfer-Encoding",
+    "Upgrade",             "HTTP2-Settings",
+};
+// clang-format on
+
+void appendDecimal(std::string& out, std::uint64_t value) {
+  char digits[20];
+  std::size_t n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value != 0);
+  while (n > 0) {
+    out.push_back(digits[--n]);
+  }
+}
+
+// Appends what a field value (or a text line) may hold: everything but CR, LF, NUL and the
+// other control characters (HTAB stays).
+void appendClean(std::string& out, std::string_view text) {
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u >= 0x20 && u != 0x7f) || c == '\t') {
+      out.push_back(c);
+    }
+  }
+}
+
+std::size_t cleanLength(std::string_view text) {
+  std::size_t n = 0;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u >= 0x20 && u != 0x7f) || c == '\t') {
+      ++n;
+    }
+  }
+  return n;
+}
+
+void appendField(std::string& out, std::string_view name, std::string_view value) {
+  out.append(name);
+  out.append(": ");
+  out.append(value);
+  out.append("\r\n");
+}
+
+void appendCleanField(std::string& out, std::string_view name, std::string_view value) {
+  if (!ascii::isToken(name)) {
+    return;
+  }
+  out.append(name);
+  out.append(": ");
+  appendClean(out, value);
+  out.append("\r\n");
+}
+
+// Hop-by-hop by name, or named by one of the message's Connection fields.
+bool isHopByHopIn(const HeaderBlock& headers, std::string_view name) {
+  if (isHopByHop(name)) {
+    return true;
+  }
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    if (ascii::iequals(headers.name(i), "Connection") &&
+        ascii::listContains(headers.value(i), name)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool isReplaced(std::span<const HeaderField> extra, std::string_view name) {
+  for (const HeaderField& field : extra) {
+    if (ascii::iequals(field.name, name)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool isHopByHop(std::string_view name) {
+  for (std::string_view hop : kHopByHop) {
+    if (ascii::iequals(name, hop)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void writeRequestHead(std::string& out, const RequestHead& head, std::string_view origin_target,
+                      std::string_view host_value, std::span<const HeaderField> extra) {
+  out.append(head.method);
+  out.push_back(' ');
+  out.append(origin_target);
+  out.append(" HTTP/1.1\r\n");
+  out.append("Host: ");
+  appendClean(out, host_value);
+  out.append("\r\n");
+
+  const HeaderBlock& headers = head.headers;
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    const std::string_view name = headers.name(i);
+    if (ascii::iequals(name, "Host") || ascii::iequals(name, "Content-Length") ||
+        isReplaced(extra, name) || isHopByHopIn(headers, name)) {
+      continue;
+    }
+    appendField(out, name, headers.value(i));
+  }
+  for (const HeaderField& field : extra) {
+    appendCleanField(out, field.name, field.value);
+  }
+  switch (head.framing) {
+    case BodyFraming::ContentLength:
+      out.append("Content-Length: ");
+      appendDecimal(out, head.content_length);
+      out.append("\r\n");
+      break;
+    case BodyFraming::Chunked:
+      out.append("Transfer-Encoding: chunked\r\n");
+      break;
+    case BodyFraming::None:
+      break;
+  }
+  out.append("\r\n");
+}
+
+void writeResponseHead(std::string& out, const ResponseHead& head, ResponseFraming to_client,
+                       bool close) {
+  out.append("HTTP/1.1 ");
+  appendDecimal(out, static_cast<std::uint64_t>(head.status < 0 ? 0 : head.status));
+  out.push_back(' ');
+  appendClean(out, head.reason);
+  out.append("\r\n");
+
+  const HeaderBlock& headers = head.headers;
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    const std::string_view name = headers.name(i);
+    if (ascii::iequals(name, "Content-Length") || isHopByHopIn(headers, name)) {
+      continue;
+    }
+    appendField(out, name, headers.value(i));
+  }
+  switch (to_client) {
+    case ResponseFraming::ContentLength:
+      out.append("Content-Length: ");
+      appendDecimal(out, head.content_length);
+      out.append("\r\n");
+      break;
+    case ResponseFraming::Chunked:
+    case ResponseFraming::UntilClose:
+      out.append("Transfer-Encoding: chunked\r\n");
+      break;
+    case ResponseFraming::None:
+      break;
+  }
+  if (close) {
+    out.append("Connection: close\r\n");
+  }
+  out.append("\r\n");
+}
+
+void writeErrorResponse(std::string& out, int status, std::string_view reason_phrase,
+                        std::span<const HeaderField> headers, std::string_view body_line,
+                        bool close) {
+  out.append("HTTP/1.1 ");
+  appendDecimal(out, static_cast<std::uint64_t>(status < 0 ? 0 : status));
+  out.push_back(' ');
+  appendClean(out, reason_phrase);
+  out.append("\r\n");
+  for (const HeaderField& field : headers) {
+    appendCleanField(out, field.name, field.value);
+  }
+  const std::size_t body_length = body_line.empty() ? 0 : cleanLength(body_line) + 1;
+  out.append("Content-Type: text/plain\r\nCache-Control: no-store\r\nContent-Length: ");
+  appendDecimal(out, body_length);
+  out.append("\r\n");
+  if (close) {
+    out.append("Connection: close\r\n");
+  }
+  out.append("\r\n");
+  if (!body_line.empty()) {
+    appendClean(out, body_line);
+    out.push_back('\n');
+  }
+}
+
+void appendChunkHeader(std::string& out, std::size_t size) {
+  constexpr std::string_view kHex = "0123456789abcdef";
+  char digits[16];
+  std::size_t n = 0;
+  do {
+    digits[n++] = kHex[size & 0xf];
+    size >>= 4;
+  } while (size != 0);
+  while (n > 0) {
+    out.push_back(digits[--n]);
+  }
+  out.append("\r\n");
+}
+
+void writeChunk(std::string& out, std::span<const char> data) {
+  if (data.empty()) {
+    return;
+  }
+  appendChunkHeader(out, data.size());
+  out.append(data.data(), data.size());
+  out.append(kChunkEnd);
+}
+
+}  // namespace sluice::proxy::http

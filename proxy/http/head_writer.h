@@ -1,0 +1,60 @@
+#pragma once
+// The bytes sluice sends: request heads upstream, response heads to the client, its own error
+// answers, and chunk framing. Re-serialise, never forward client bytes: every head is written
+// from parsed fields, with hop-by-hop fields dropped and framing written by sluice, so what the
+// next hop parses is exactly what sluice checked (BYPASSES H1-H5, T3).
+//
+// Every function appends to `out` (a buffer the caller reuses; nothing else is allocated).
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "proxy/http/header_block.h"
+#include "proxy/http/request_parser.h"
+#include "proxy/http/response_parser.h"
+
+namespace sluice::proxy::http {
+
+// Connection, Keep-Alive, Proxy-Connection, Proxy-Authorization, Proxy-Authenticate, TE,
+// Trailer, Transfer-Encoding, Upgrade, HTTP2-Settings (ASCII case-insensitive). Fields named in
+// a message's Connection field are hop-by-hop too; the writers drop both.
+bool isHopByHop(std::string_view name);
+
+// "METHOD origin_target HTTP/1.1", then "Host: host_value", then the client's fields in order
+// except hop-by-hop ones, Host, Content-Length and any field named in `extra` (those are
+// replaced: credential injection), then `extra`, then the framing of head.framing
+// ("Content-Length: n", also for 0 when the client sent it; "Transfer-Encoding: chunked"; or
+// nothing), then the empty line. `origin_target` is normally head.origin_target; it must not
+// contain SP or control characters. In host_value and `extra` (which come from configuration),
+// bytes a field value cannot hold are left out, and a field whose name is not a token is
+// skipped: nothing can inject a header.
+void writeRequestHead(std::string& out, const RequestHead& head, std::string_view origin_target,
+                      std::string_view host_value, std::span<const HeaderField> extra);
+
+// "HTTP/1.1 status reason", the upstream's end-to-end fields (hop-by-hop ones, Content-Length
+// dropped), framing as the caller chose: ContentLength writes head.content_length; Chunked and
+// UntilClose write "Transfer-Encoding: chunked" (an until-close body is re-chunked); None
+// writes nothing. Then "Connection: close" when `close`, and the empty line.
+void writeResponseHead(std::string& out, const ResponseHead& head, ResponseFraming to_client,
+                       bool close);
+
+// sluice's own answers (403, 400, 431, 502, 504): the status line, `headers` (Sluice-Reason,
+// Proxy-Status...), Content-Type: text/plain, Cache-Control: no-store, Content-Length,
+// "Connection: close" when `close`, the empty line, and `body_line` plus "\n" as the body (no
+// body when it is empty). Bytes a field value or a line cannot hold are left out.
+void writeErrorResponse(std::string& out, int status, std::string_view reason_phrase,
+                        std::span<const HeaderField> headers, std::string_view body_line,
+                        bool close);
+
+// Chunked framing, so the caller can send body bytes without copying them:
+//   appendChunkHeader(out, n); send(out); send(data); send(kChunkEnd); ... send(kLastChunk)
+// `size` must not be 0 (a zero-size chunk ends the body: that is kLastChunk).
+void appendChunkHeader(std::string& out, std::size_t size);
+inline constexpr std::string_view kChunkEnd = "\r\n";
+inline constexpr std::string_view kLastChunk = "0\r\n\r\n";
+// Header, data and CRLF in one go; nothing for empty data.
+void writeChunk(std::string& out, std::span<const char> data);
+
+}  // namespace sluice::proxy::http

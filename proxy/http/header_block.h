@@ -1,0 +1,104 @@
+#pragma once
+// The header fields of one HTTP/1.x message, stored the way the parser receives them: every name
+// and value in one std::string, plus a vector of offset/length pairs. Names keep the case they
+// arrived in; every lookup compares ASCII case-insensitively. Values have their surrounding
+// whitespace (OWS) removed.
+//
+// Ownership: the block owns its bytes. The views name(i)/value(i)/find() return stay valid until
+// the block is next modified (for a parser's block: until the next message begins). clear()
+// keeps the capacity, so a block reused message after message stops allocating once it has
+// grown to the largest head seen.
+//
+// Also here: the ASCII rules of RFC 9110 shared by the parsers and the head writer.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::proxy::http {
+
+// One field to write (credential injection, sluice's own error answers).
+struct HeaderField {
+  std::string_view name;
+  std::string_view value;
+};
+
+class HeaderBlock {
+ public:
+  std::size_t size() const { return fields_.size(); }
+  bool empty() const { return fields_.empty(); }
+  std::string_view name(std::size_t i) const;
+  std::string_view value(std::size_t i) const;
+
+  // Number of fields called `name` (ASCII case-insensitive).
+  std::size_t count(std::string_view name) const;
+  // The value of the first field called `name`, if any.
+  std::optional<std::string_view> find(std::string_view name) const;
+
+  // Forgets every field and keeps the storage.
+  void clear();
+  // Appends one whole field (tests, and heads built by hand). OWS around `value` is removed.
+  void add(std::string_view name, std::string_view value);
+
+  // Incremental building, for the parser: llhttp hands a name or a value over in as many pieces
+  // as there were reads. A field is open from the first name piece until endValue().
+  void appendNamePiece(std::string_view piece);
+  void endName();
+  void appendValuePiece(std::string_view piece);
+  void endValue();
+
+ private:
+  struct Field {
+    std::size_t name_offset = 0;
+    std::size_t name_length = 0;
+    std::size_t value_offset = 0;
+    std::size_t value_length = 0;
+  };
+
+  std::string bytes_;
+  std::vector<Field> fields_;
+  std::size_t open_name_offset_ = 0;
+  bool name_open_ = false;
+};
+
+namespace ascii {
+
+constexpr char toLower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+constexpr bool isDigit(char c) { return c >= '0' && c <= '9'; }
+constexpr bool isAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+constexpr bool isOws(char c) { return c == ' ' || c == '\t'; }
+
+// tchar of RFC 9110 §5.6.2.
+constexpr bool isTokenChar(char c) {
+  if (isDigit(c) || isAlpha(c)) {
+    return true;
+  }
+  switch (c) {
+    // clang-format off
+    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-':
+    case '.': case '^': case '_': case '`': case '|': case '~':
+      // clang-format on
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool iequals(std::string_view a, std::string_view b);
+// 1*tchar.
+bool isToken(std::string_view s);
+// A field value as RFC 9110 §5.5 allows it: VCHAR, obs-text, SP and HTAB; no CR, LF, NUL or
+// other control character.
+bool isFieldValue(std::string_view s);
+std::string_view trimOws(std::string_view s);
+// True when the comma-separated list `list` (e.g. a Connection value) has the element `token`,
+// compared case-insensitively after OWS trimming.
+bool listContains(std::string_view list, std::string_view token);
+
+}  // namespace ascii
+
+}  // namespace sluice::proxy::http

@@ -1,0 +1,177 @@
+#include "proxy/server.h"
+
+#include <spdlog/spdlog.h>
+#include <uv.h>
+
+#include <csignal>
+
+#include "proxy/gateway_state.h"
+#include "proxy/worker.h"
+
+namespace sluice::proxy {
+
+namespace {
+
+// The main thread's loop: signals and the drain.
+struct SignalLoop {
+  uv_loop_t loop{};
+  uv_signal_t sigterm{};
+  uv_signal_t sigint{};
+  uv_signal_t sighup{};
+  uv_timer_t poll{};
+  uv_timer_t grace{};
+  std::vector<std::unique_ptr<Worker>>* workers = nullptr;
+  std::chrono::milliseconds grace_period{0};
+  bool draining = false;
+  bool shut_down = false;
+
+  std::size_t sessions() const {
+    std::size_t n = 0;
+    for (const auto& w : *workers) {
+      n += w->sessions();
+    }
+    return n;
+  }
+
+  void shutdownWorkers() {
+    if (shut_down) {
+      return;
+    }
+    shut_down = true;
+    for (auto& w : *workers) {
+      w->shutdown();
+    }
+    for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(&sigterm),
+                           reinterpret_cast<uv_handle_t*>(&sigint),
+                           reinterpret_cast<uv_handle_t*>(&sighup),
+                           reinterpret_cast<uv_handle_t*>(&poll),
+                           reinterpret_cast<uv_handle_t*>(&grace)}) {
+      uv_close(h, nullptr);
+    }
+  }
+
+  void startDrain(int signum) {
+    if (draining) {
+      spdlog::warn("sluice: second signal {}: closing every connection now", signum);
+      shutdownWorkers();
+      return;
+    }
+    draining = true;
+    spdlog::info("sluice: signal {}: no new connections; {} in flight get up to {} ms", signum,
+                 sessions(), grace_period.count());
+    for (auto& w : *workers) {
+      w->stopAccepting();
+    }
+    uv_timer_start(&poll, &SignalLoop::onPoll, 20, 20);
+    uv_timer_start(&grace, &SignalLoop::onGrace, static_cast<std::uint64_t>(grace_period.count()),
+                   0);
+  }
+
+  static void onSignal(uv_signal_t* handle, int signum) noexcept {
+    auto* self = static_cast<SignalLoop*>(handle->data);
+    if (signum == SIGHUP) {
+      spdlog::warn("sluice: SIGHUP: this build does not reload its configuration yet; the "
+                   "running configuration stays in force");
+      return;
+    }
+    self->startDrain(signum);
+  }
+  static void onPoll(uv_timer_t* handle) noexcept {
+    auto* self = static_cast<SignalLoop*>(handle->data);
+    if (self->sessions() == 0) {
+      self->shutdownWorkers();
+    }
+  }
+  static void onGrace(uv_timer_t* handle) noexcept {
+    auto* self = static_cast<SignalLoop*>(handle->data);
+    spdlog::warn("sluice: shutdown_grace over: closing {} connections", self->sessions());
+    self->shutdownWorkers();
+  }
+};
+
+}  // namespace
+
+Server::~Server() = default;
+
+Result<std::unique_ptr<Server>, std::string> Server::create(
+    std::shared_ptr<const policy::Config> config, unsigned workers,
+    std::vector<std::string>* notices) {
+  for (const policy::Sandbox& sandbox : config->sandboxes) {
+    if (sandbox.transparent || sandbox.dns_listen) {
+      return Err{"sandbox '" + sandbox.name +
+                 "': transparent and dns_listen listeners are not served by this build yet"};
+    }
+  }
+  if (config->admin.listen) {
+    return Err{std::string("admin.listen is not served by this build yet")};
+  }
+  if (config->sandboxes_dir) {
+    return Err{std::string("sandboxes_dir is not served by this build yet")};
+  }
+
+  std::unique_ptr<Server> server(new Server());
+  auto state = GatewayState::build(std::move(config), notices);
+  if (!state) {
+    return Err{state.error()};
+  }
+  server->state_ = std::move(state).value();
+
+  for (auto& runtime : server->state_->sandboxes) {
+    if (!runtime->sandbox->listen) {
+      continue;
+    }
+    auto socket = io::BoundSocket::bind(*runtime->sandbox->listen, 1024);
+    if (!socket) {
+      return Err{"sandbox '" + runtime->sandbox->name + "' listen " + socket.error()};
+    }
+    server->sockets_.push_back(ListenSocket{std::move(socket).value(), runtime.get()});
+  }
+  for (unsigned i = 0; i < std::max(1u, workers); ++i) {
+    server->workers_.push_back(
+        std::make_unique<Worker>(*server->state_, server->sockets_, static_cast<int>(i)));
+  }
+  return server;
+}
+
+int Server::run() {
+  std::signal(SIGPIPE, SIG_IGN);  // a peer that closes mid-write is an error value, not a death
+  for (auto& worker : workers_) {
+    auto started = worker->start();
+    if (!started) {
+      spdlog::error("sluice: {}", started.error());
+      for (auto& w : workers_) {
+        w->shutdown();
+        w->join();
+      }
+      return 1;
+    }
+  }
+
+  SignalLoop signals;
+  signals.workers = &workers_;
+  signals.grace_period = state_->config->limits.shutdown_grace;
+  uv_loop_init(&signals.loop);
+  for (uv_signal_t* s : {&signals.sigterm, &signals.sigint, &signals.sighup}) {
+    uv_signal_init(&signals.loop, s);
+    s->data = &signals;
+  }
+  uv_signal_start(&signals.sigterm, &SignalLoop::onSignal, SIGTERM);
+  uv_signal_start(&signals.sigint, &SignalLoop::onSignal, SIGINT);
+  uv_signal_start(&signals.sighup, &SignalLoop::onSignal, SIGHUP);
+  uv_timer_init(&signals.loop, &signals.poll);
+  uv_timer_init(&signals.loop, &signals.grace);
+  signals.poll.data = &signals;
+  signals.grace.data = &signals;
+
+  spdlog::info("sluice: ready ({} workers)", workers_.size());
+  uv_run(&signals.loop, UV_RUN_DEFAULT);
+  uv_loop_close(&signals.loop);
+
+  for (auto& worker : workers_) {
+    worker->join();
+  }
+  spdlog::info("sluice: stopped");
+  return 0;
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,26 @@
+#pragma once
+// sluice's own answers: the response for a denial or an upstream failure (SPEC §5.4), built
+// from the one reasons table (policy/reason.h): status line, `Sluice-Reason`, RFC 9209
+// `Proxy-Status`, a one-line text body, and `Connection: close` (a denied connection is not
+// kept: BYPASSES S7 — never keep reading pipelined bytes after a denial).
+
+#include <string>
+#include <string_view>
+
+#include "policy/reason.h"
+
+namespace sluice::proxy::session {
+
+// The reason phrase of the statuses sluice sends itself.
+std::string_view reasonPhrase(int status);
+
+// A one-line explanation of a policy denial for the response body: what was asked and why it
+// is not allowed. `host` is canonical H (or H as received when it is not a valid name).
+std::string explainDenial(policy::Reason reason, std::string_view sandbox, std::string_view host,
+                          std::string_view method, std::string_view target);
+
+// Appends the whole response for `reason` to `out`. `detail` is a short human explanation
+// (hostile bytes in it are replaced, so it cannot break the header or body framing).
+void appendDenial(std::string& out, policy::Reason reason, std::string_view detail);
+
+}  // namespace sluice::proxy::session

@@ -1,0 +1,75 @@
+#pragma once
+// The state of one request as it goes through a Session: the facts it was decided on (owned
+// copies: the parser's views die with the next message), where it was sent, what came back,
+// and what its audit record will say. One per session, reset for each request, so its strings
+// and digest contexts keep their capacity across a keep-alive connection.
+
+#include <openssl/evp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/decision.h"
+#include "proxy/dns/answer.h"
+#include "proxy/http/request_parser.h"
+#include "proxy/http/response_parser.h"
+
+namespace sluice::proxy::session {
+
+struct EvpMdCtxFree {
+  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
+};
+using EvpMdCtxPtr = std::unique_ptr<EVP_MD_CTX, EvpMdCtxFree>;
+
+struct Exchange {
+  bool active = false;
+  std::uint64_t started_ms = 0;
+  std::chrono::system_clock::time_point ts;
+
+  // The request, as decided.
+  std::string target_host;      // H as received
+  std::string host;             // canonical H
+  std::uint16_t port = 0;
+  policy::Scheme scheme = policy::Scheme::Https;
+  std::string method;
+  std::string origin_target;    // forwarded target, origin form
+  std::optional<std::string> host_header;  // as received
+  std::string url;
+  http::BodyFraming request_framing = http::BodyFraming::None;
+  bool request_keep_alive = true;
+  policy::Verdict verdict = policy::Verdict::Deny;
+  policy::Reason policy_reason = policy::Reason::None;  // report mode: what enforcing would say
+  std::string rule;
+
+  // Where it went.
+  std::shared_ptr<const dns::Answer> answer;
+  std::vector<policy::IpAddress> usable;
+  std::size_t next_address = 0;
+  bool saw_timeout = false;
+  std::optional<policy::Endpoint> upstream;
+  bool from_pool = false;
+  bool retried = false;
+
+  // What came back.
+  int status = 0;
+  bool request_done = false;
+  bool response_head_sent = false;
+  bool response_done = false;
+  bool upstream_dirty = false;  // the upstream sent bytes after its response: never reuse it
+  http::ResponseFraming to_client = http::ResponseFraming::None;
+  bool client_wants_close = false;
+  std::uint64_t req_bytes = 0;
+  std::uint64_t resp_bytes = 0;
+  bool hashing = false;  // audit.hash_bodies
+  EvpMdCtxPtr req_hash;
+  EvpMdCtxPtr resp_hash;
+
+  // Clears everything for a new request; digests restart when `hash` is set.
+  void reset(std::uint64_t now_ms, bool hash);
+};
+
+}  // namespace sluice::proxy::session

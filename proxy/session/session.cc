@@ -1,0 +1,509 @@
+// The connection half of the session: accepting, the proxy head (CONNECT or absolute-form),
+// the tunnel's ClientHello and TLS, sluice's own answers, timers and closing. The request half
+// (deciding, resolving, connecting, forwarding) is session_exchange.cc.
+#include "proxy/session/session.h"
+
+#include <spdlog/spdlog.h>
+
+#include "policy/authority.h"
+#include "proxy/gateway_state.h"
+#include "proxy/http/head_writer.h"
+#include "proxy/session/denial.h"
+#include "proxy/tls/client_hello.h"
+
+namespace sluice::proxy::session {
+
+namespace {
+
+// After sluice's last bytes, how long the input is drained before the socket closes: closing
+// with unread input makes the kernel send RST, which can destroy the answer in flight.
+constexpr std::uint64_t kLingerMs = 2000;
+
+
+}  // namespace
+
+std::string_view Session::toString(State s) {
+  switch (s) {
+    case State::ReadingProxyHead:
+      return "ReadingProxyHead";
+    case State::ReadingClientHello:
+      return "ReadingClientHello";
+    case State::TlsHandshake:
+      return "TlsHandshake";
+    case State::ReadingRequest:
+      return "ReadingRequest";
+    case State::Resolving:
+      return "Resolving";
+    case State::Connecting:
+      return "Connecting";
+    case State::UpstreamTls:
+      return "UpstreamTls";
+    case State::Exchanging:
+      return "Exchanging";
+    case State::Lingering:
+      return "Lingering";
+    case State::Closing:
+      return "Closing";
+  }
+  return "?";
+}
+
+Session::Session(WorkerContext& context, SandboxRuntime& sandbox, std::uint64_t id)
+    : ctx_(context),
+      sandbox_(sandbox),
+      id_(id),
+      client_(context.loop, this),
+      timer_(context.loop),
+      request_parser_(context.state->config->limits.max_header_bytes),
+      response_parser_(context.state->config->limits.max_header_bytes) {
+  open_handles_ = 2;  // client_ and timer_ exist (initialised) from here on
+  started_ms_ = last_activity_ms_ = uv_now(ctx_.loop);
+  ctx_.state->open_connections.fetch_add(1, std::memory_order_relaxed);
+}
+
+Session::~Session() {
+  ctx_.state->open_connections.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool Session::start(uv_stream_t* server) {
+  if (client_.accept(server) != 0) {
+    close("accept failed");
+    return false;
+  }
+  client_address_ = client_.peer();
+  phase_deadline_ms_ = started_ms_ + static_cast<std::uint64_t>(
+                                         ctx_.state->config->limits.handshake_timeout.count());
+  SPDLOG_DEBUG("[C{}] accepted from {} for sandbox {}", id_, client_address_.toString(),
+               sandbox_.sandbox->name);
+  updateReading();
+  armTimer();
+  return true;
+}
+
+void Session::transition(State next) {
+  SPDLOG_DEBUG("[C{}] {} -> {}", id_, toString(state_), toString(next));
+  state_ = next;
+  updateReading();
+}
+
+void Session::drain() {
+  draining_ = true;
+  close_after_exchange_ = true;
+  // Idle between requests (nothing half-read): nothing in flight to finish.
+  if ((state_ == State::ReadingRequest || state_ == State::ReadingProxyHead) &&
+      client_plain_.size() == client_plain_offset_ && !exchange_.active) {
+    finishConnection();
+  }
+}
+
+void Session::abort() { close("shutdown"); }
+
+// ---------------------------------------------------------------------------------------------
+// Reading and writing the client side.
+
+void Session::updateReading() {
+  if (state_ == State::Closing) {
+    return;
+  }
+  bool upstream_backlogged = upstream_ && upstream_->stream.overHighWatermark();
+  bool want_client = false;
+  switch (state_) {
+    case State::ReadingProxyHead:
+    case State::ReadingClientHello:
+    case State::TlsHandshake:
+    case State::ReadingRequest:
+    case State::Lingering:
+      want_client = true;
+      break;
+    case State::Exchanging:
+      want_client = !exchange_.request_done && !upstream_backlogged;
+      break;
+    default:
+      break;  // a head is waiting for DNS or a connection: read nothing more meanwhile
+  }
+  if (want_client) {
+    client_.startReading();
+  } else {
+    client_.stopReading();
+  }
+  if (upstream_) {
+    bool want_upstream =
+        state_ == State::UpstreamTls ||
+        (state_ == State::Exchanging && !exchange_.response_done && !client_.overHighWatermark());
+    if (want_upstream) {
+      upstream_->stream.startReading();
+    } else {
+      upstream_->stream.stopReading();
+    }
+  }
+}
+
+void Session::onRead(io::TcpStream& stream, std::span<const char> data) {
+  last_activity_ms_ = uv_now(ctx_.loop);
+  if (&stream == &client_) {
+    onClientBytes(data);
+  } else if (upstream_ && &stream == &upstream_->stream) {
+    onUpstreamBytes(data);
+  }
+  // What was just forwarded may have filled the other side's queue: stop reading this side
+  // until it drains (onDrained), so a fast sender never makes sluice buffer a whole body.
+  updateReading();
+}
+
+void Session::onClientBytes(std::span<const char> data) {
+  switch (state_) {
+    case State::ReadingProxyHead:
+    case State::ReadingRequest:
+    case State::Exchanging:
+      if (client_tls_) {
+        client_tls_->feed(data);
+        pumpClientTls();
+      } else {
+        client_plain_.append(data.data(), data.size());
+        processClientPlaintext();
+      }
+      return;
+    case State::ReadingClientHello:
+      hello_.append(data.data(), data.size());
+      processClientHello();
+      return;
+    case State::TlsHandshake:
+      client_tls_->feed(data);
+      pumpClientTls();
+      return;
+    case State::Lingering:
+      return;  // drained and dropped: sluice has said its last word
+    default:
+      // Resolving, Connecting, UpstreamTls: reading is stopped, but one read may already have
+      // been under way. Keep the bytes for the parser.
+      if (client_tls_) {
+        client_tls_->feed(data);
+      } else {
+        client_plain_.append(data.data(), data.size());
+      }
+      return;
+  }
+}
+
+void Session::sendClient(std::string_view bytes) {
+  if (!client_tls_) {
+    client_.write(bytes);
+    return;
+  }
+  if (!bytes.empty() && !client_tls_->write(std::span<const char>(bytes.data(), bytes.size()))) {
+    close("tls write to client failed");
+    return;
+  }
+  std::span<const char> out = client_tls_->peekCiphertext();
+  client_.write(out);
+  client_tls_->consumeCiphertext(out.size());
+}
+
+// Feeds buffered client plaintext to the request parser for as long as the state lets it.
+void Session::processClientPlaintext() {
+  while (state_ == State::ReadingProxyHead || state_ == State::ReadingRequest ||
+         (state_ == State::Exchanging && !exchange_.request_done)) {
+    std::span<const char> pending(client_plain_.data() + client_plain_offset_,
+                                  client_plain_.size() - client_plain_offset_);
+    if (pending.empty() && !message_end_pending_) {
+      break;
+    }
+    message_end_pending_ = false;
+    http::ParseEvent event = request_parser_.feed(pending, *this);
+    client_plain_offset_ += event.consumed;
+    if (state_ == State::Closing) {
+      return;
+    }
+    if (event.kind == http::EventKind::NeedMore) {
+      break;
+    }
+    if (event.kind == http::EventKind::Error) {
+      SPDLOG_DEBUG("[C{}] bad request: {}", id_, event.detail);
+      if (!exchange_.active) {
+        // No head was decided: the record describes the connection, not a previous request.
+        exchange_.reset(uv_now(ctx_.loop), false);
+        exchange_.url = mode_ == audit::Mode::Connect ? "https://" + connect_authority_ : "";
+      }
+      deny(event.error == http::ParseError::HeaderTooLarge ? policy::Reason::HeaderTooLarge
+                                                           : policy::Reason::BadRequest,
+           event.detail);
+      return;
+    }
+    if (event.kind == http::EventKind::ConnectHead) {
+      onConnectHead();
+    } else if (event.kind == http::EventKind::HeadComplete) {
+      message_end_pending_ = true;
+      if (state_ == State::ReadingProxyHead) {
+        onProxyHead();
+      } else {
+        onRequestHead();
+      }
+    } else if (event.kind == http::EventKind::MessageComplete) {
+      onRequestComplete();
+    }
+    if (state_ == State::Closing || state_ == State::Lingering) {
+      return;
+    }
+  }
+  // Compact: everything before the offset has been used.
+  if (client_plain_offset_ == client_plain_.size()) {
+    client_plain_.clear();
+    client_plain_offset_ = 0;
+  } else if (client_plain_offset_ > 16 * 1024) {
+    client_plain_.erase(0, client_plain_offset_);
+    client_plain_offset_ = 0;
+  }
+}
+
+// The first head on the explicit listener, when it is not CONNECT: plain-HTTP forwarding of an
+// absolute-form request (SPEC §5.1). Each request on this connection names its own host.
+void Session::onProxyHead() {
+  mode_ = audit::Mode::Forward;
+  handshake_phase_ = false;
+  phase_deadline_ms_ = 0;
+  transition(State::ReadingRequest);
+  onRequestHead();
+}
+
+// ---------------------------------------------------------------------------------------------
+// sluice's own answers.
+
+void Session::deny(policy::Reason reason, std::string_view detail) {
+  const policy::ReasonInfo& info = policy::reasonInfo(reason);
+  SPDLOG_DEBUG("[C{}] deny {}: {}", id_, info.token, detail);
+  scratch_.clear();
+  appendDenial(scratch_, reason, detail);
+  if (!exchange_.response_head_sent) {
+    sendClient(scratch_);
+  }
+  if (state_ == State::Closing) {
+    return;
+  }
+  writeAudit(policy::Verdict::Deny, reason, exchange_.response_head_sent ? exchange_.status
+                                                                          : info.http_status);
+  exchange_.active = false;
+  if (upstream_) {
+    releaseUpstream(false);
+  }
+  finishConnection();
+}
+
+void Session::writeAudit(policy::Verdict verdict, policy::Reason reason, int status) {
+  if (sandbox_.audit == nullptr) {
+    return;
+  }
+  audit::AuditRecord r;
+  r.ts = exchange_.active || exchange_.started_ms != 0 ? exchange_.ts
+                                                       : std::chrono::system_clock::now();
+  if (r.ts.time_since_epoch().count() == 0) {
+    r.ts = std::chrono::system_clock::now();
+  }
+  r.sandbox = sandbox_.sandbox->name;
+  r.conn = id_;
+  r.client = client_address_;
+  r.mode = mode_;
+  if (sni_state_ == policy::SniState::Present) {
+    r.sni = sni_;
+  }
+  if (exchange_.host_header) {
+    r.host = *exchange_.host_header;
+  }
+  if (!exchange_.method.empty()) {
+    r.method = exchange_.method;
+  }
+  r.url = exchange_.url;
+  if (exchange_.answer) {
+    r.addrs = exchange_.answer->addresses;
+  }
+  r.upstream = exchange_.upstream;
+  r.decision = verdict;
+  r.rule = exchange_.rule;
+  r.reason = reason;
+  r.status = status;
+  r.req_bytes = exchange_.req_bytes;
+  r.resp_bytes = exchange_.resp_bytes;
+  if (exchange_.hashing) {
+    r.hashed = true;
+    unsigned n = 0;
+    EVP_DigestFinal_ex(exchange_.req_hash.get(), r.req_sha256.data(), &n);
+    EVP_DigestFinal_ex(exchange_.resp_hash.get(), r.resp_sha256.data(), &n);
+  }
+  std::uint64_t now = uv_now(ctx_.loop);
+  std::uint64_t begun = exchange_.started_ms != 0 ? exchange_.started_ms : started_ms_;
+  r.duration_ms = now > begun ? now - begun : 0;
+  sandbox_.audit->write(r);
+  audited_connection_ = true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Endings.
+
+// Says goodbye politely: close_notify inside TLS, FIN, then drain the client's input for a
+// moment so our last bytes are not destroyed by an RST.
+void Session::finishConnection() {
+  if (state_ == State::Closing || state_ == State::Lingering) {
+    return;
+  }
+  if (client_tls_ && client_tls_->handshakeDone()) {
+    client_tls_->shutdown();
+    sendClient({});
+    if (state_ == State::Closing) {
+      return;
+    }
+  }
+  if (upstream_) {
+    releaseUpstream(false);
+  }
+  lookup_.reset();
+  client_.shutdownWrite();
+  phase_deadline_ms_ = uv_now(ctx_.loop) + kLingerMs;
+  transition(State::Lingering);
+  armTimer();
+}
+
+void Session::close(std::string_view why) {
+  if (state_ == State::Closing) {
+    return;
+  }
+  SPDLOG_DEBUG("[C{}] close: {}", id_, why);
+  state_ = State::Closing;
+  lookup_.reset();  // cancel-on-destroy: the resolver will not call back
+  client_.close();
+  timer_.close([this] {
+    if (--open_handles_ == 0) {
+      ctx_.finished(this);
+    }
+  });
+  retireUpstream();
+}
+
+void Session::retireUpstream() {
+  if (!upstream_) {
+    return;
+  }
+  upstream_->stream.close();
+  closing_upstreams_.push_back(std::move(upstream_));
+  ++open_handles_;
+}
+
+void Session::onEof(io::TcpStream& stream) {
+  if (&stream == &client_) {
+    if (state_ == State::Lingering || (state_ == State::ReadingRequest && !exchange_.active &&
+                                       client_plain_.size() == client_plain_offset_) ||
+        state_ == State::ReadingProxyHead || state_ == State::ReadingClientHello ||
+        state_ == State::TlsHandshake) {
+      close("client closed");
+      return;
+    }
+    // A request is in flight: finish what can be finished, then close.
+    close_after_exchange_ = true;
+    exchange_.client_wants_close = true;
+    if (state_ == State::Exchanging && !exchange_.request_done) {
+      // The body will never complete: the upstream cannot get a valid request.
+      upstreamFailed(policy::Reason::BadRequest, "client closed mid-request");
+    }
+    return;
+  }
+  if (upstream_ && &stream == &upstream_->stream) {
+    if (state_ == State::Exchanging && !exchange_.response_done) {
+      http::ParseEvent event = response_parser_.finish();
+      if (event.kind == http::EventKind::MessageComplete) {
+        exchange_.response_done = true;
+        if (exchange_.to_client == http::ResponseFraming::Chunked ||
+            exchange_.to_client == http::ResponseFraming::UntilClose) {
+          sendClient(http::kLastChunk);
+        }
+        releaseUpstream(false);
+        finishExchange();
+        return;
+      }
+    }
+    upstreamFailed(policy::Reason::UpstreamConnect, "upstream closed the connection");
+  }
+}
+
+void Session::onError(io::TcpStream& stream, int status) {
+  if (&stream == &client_) {
+    close(uv_strerror(status));
+    return;
+  }
+  if (upstream_ && &stream == &upstream_->stream) {
+    upstreamFailed(policy::Reason::UpstreamConnect, uv_strerror(status));
+  }
+}
+
+void Session::onDrained(io::TcpStream&) {
+  updateReading();
+  if (state_ == State::Exchanging && !exchange_.request_done) {
+    processClientPlaintext();
+  }
+}
+
+void Session::onClosed(io::TcpStream& stream) {
+  for (auto it = closing_upstreams_.begin(); it != closing_upstreams_.end(); ++it) {
+    if (&(*it)->stream == &stream) {
+      closing_upstreams_.erase(it);
+      break;
+    }
+  }
+  if (--open_handles_ == 0) {
+    ctx_.finished(this);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deadlines: one timer, armed for the earliest of the idle deadline and the phase deadline
+// (handshake, connect, linger).
+
+void Session::armTimer() {
+  if (state_ == State::Closing) {
+    return;
+  }
+  const auto& limits = ctx_.state->config->limits;
+  std::uint64_t now = uv_now(ctx_.loop);
+  std::uint64_t idle = last_activity_ms_ + static_cast<std::uint64_t>(limits.idle_timeout.count());
+  std::uint64_t deadline = phase_deadline_ms_ != 0 ? std::min(idle, phase_deadline_ms_) : idle;
+  std::uint64_t delay = deadline > now ? deadline - now : 0;
+  timer_.start(std::chrono::milliseconds(delay), [this] { onTimer(); });
+}
+
+void Session::onTimer() {
+  std::uint64_t now = uv_now(ctx_.loop);
+  const auto& limits = ctx_.state->config->limits;
+  bool phase_over = phase_deadline_ms_ != 0 && now >= phase_deadline_ms_;
+  bool idle_over = now >= last_activity_ms_ + static_cast<std::uint64_t>(
+                                                  limits.idle_timeout.count());
+  if (!phase_over && !idle_over) {
+    armTimer();  // activity moved the idle deadline on
+    return;
+  }
+  switch (state_) {
+    case State::Lingering:
+      close("linger over");
+      return;
+    case State::Connecting:
+      if (phase_over) {
+        exchange_.saw_timeout = true;
+        retireUpstream();
+        connectNext();
+        return;
+      }
+      [[fallthrough]];
+    case State::UpstreamTls:
+    case State::Resolving:
+    case State::Exchanging:
+      if (!exchange_.response_head_sent) {
+        upstreamFailed(policy::Reason::UpstreamTimeout, "no answer in time");
+      } else {
+        close("idle during the response");
+      }
+      return;
+    default:
+      // The handshake, or the wait for a request head, took too long: nothing was asked, so
+      // nothing is answered.
+      close(phase_over ? "handshake timeout" : "idle timeout");
+      return;
+  }
+}
+
+}  // namespace sluice::proxy::session

@@ -1,0 +1,199 @@
+#pragma once
+// One client connection on an explicit-proxy listener, and the upstream connection it uses:
+// the connection state machine of SPEC §5.1. Every check is decide() (policy/decision.h) on the
+// facts known so far; this class gathers the facts and acts on the answers.
+//
+//   accept
+//     │
+//     v
+//   ReadingProxyHead ──CONNECT H:port──decide──deny──> 403 ─────────────────────────> Lingering
+//     │ absolute-form http://H/ (forward mode)   │ allow: "200 Connection established"
+//     │                                          v
+//     │                                 ReadingClientHello ──own parser, decide(+SNI)──> alert
+//     │                                          │ allow: leaf for H from the sandbox CA
+//     │                                          v
+//     │                                    TlsHandshake ──SSL_get_servername ≠ SNI──> close
+//     │                                          │
+//     v                                          v
+//   ReadingRequest <──────── keep-alive ─── (one request head, llhttp strict) ──decide──> 403
+//     │ allowed by policy
+//     v
+//   Resolving (c-ares, own servers; cached) ──decide(+addresses)──deny──> 403 ip_denied
+//     │ usable addresses only, never resolved again         502 dns_failed
+//     v
+//   Connecting (each usable address in turn) ──────────────────────> 502 upstream_connect / 504
+//     │ (or an idle pooled connection for the same sandbox, H, port)
+//     v
+//   UpstreamTls (SNI H, verify H against upstream.ca_file) ─────────> 502 upstream_cert
+//     │
+//     v
+//   Exchanging: the head sluice wrote, body up; response head and body down (backpressure)
+//     │ both complete: audit record, upstream back to the pool
+//     └──> ReadingRequest, or Lingering (FIN sent, input drained) ──> Closing ──> deleted
+//
+// Ownership: the worker owns the Session; the Session owns the client stream, its timer and the
+// upstream connection it is using. close() closes every handle; when the last close callback
+// has run, WorkerContext::finished() hands the session back for deletion (STYLE practice 4).
+// No callback of a component outlives the session: the DNS lookup is a cancel-on-destroy
+// handle, streams and timer report their closing to the session before it is deleted.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/decision.h"
+#include "proxy/audit/audit_record.h"
+#include "proxy/dns/resolver.h"
+#include "proxy/http/request_parser.h"
+#include "proxy/http/response_parser.h"
+#include "proxy/io/tcp_stream.h"
+#include "proxy/io/timer.h"
+#include "proxy/session/exchange.h"
+#include "proxy/session/upstream_pool.h"
+#include "proxy/session/worker_context.h"
+#include "proxy/tls/tls_session.h"
+
+namespace sluice::proxy {
+struct SandboxRuntime;
+}
+
+namespace sluice::proxy::session {
+
+class Session : private io::TcpStream::Handler,
+                private http::RequestBodySink,
+                private http::ResponseBodySink {
+ public:
+  enum class State : std::uint8_t {
+    ReadingProxyHead,
+    ReadingClientHello,
+    TlsHandshake,
+    ReadingRequest,
+    Resolving,
+    Connecting,
+    UpstreamTls,
+    Exchanging,
+    Lingering,
+    Closing,
+  };
+  static std::string_view toString(State s);
+
+  Session(WorkerContext& context, SandboxRuntime& sandbox, std::uint64_t id);
+  ~Session() override;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Accepts the pending connection of `server` and starts reading. False if accept failed (the
+  // session is then already closing).
+  bool start(uv_stream_t* server);
+  // The worker is draining: close now if idle between requests, else after this exchange.
+  void drain();
+  // Closes everything now (shutdown grace is over).
+  void abort();
+
+  std::uint64_t id() const { return id_; }
+  State state() const { return state_; }
+
+ private:
+  // --- io::TcpStream::Handler (both the client and the upstream stream) ---
+  void onRead(io::TcpStream& stream, std::span<const char> data) override;
+  void onEof(io::TcpStream& stream) override;
+  void onError(io::TcpStream& stream, int status) override;
+  void onDrained(io::TcpStream& stream) override;
+  void onConnected(io::TcpStream& stream, int status) override;
+  void onClosed(io::TcpStream& stream) override;
+  // --- body sinks: request body up, response body down ---
+  void onRequestBody(std::span<const char> data) override;
+  void onResponseBody(std::span<const char> data) override;
+
+  // Client side (session.cc, session_tls.cc).
+  void onClientBytes(std::span<const char> data);
+  void processClientPlaintext();
+  void onProxyHead();
+  void onConnectHead();
+  void processClientHello();
+  void pumpClientTls();
+  void sendClient(std::string_view bytes);
+  void updateReading();
+
+  // Requests (session_exchange.cc).
+  void onRequestHead();
+  void onRequestComplete();
+  policy::Decision decideRequest(std::span<const policy::IpAddress> addresses, bool resolved);
+  void acquireUpstream(const policy::Decision& decision);
+  void onResolved(dns::LookupResult result);
+  void connectNext();
+  void onUpstreamConnected();
+  void pumpUpstreamTls();
+  void flushUpstreamTls();
+  void startExchange();
+  std::string canonicalAuthority() const;
+  void onResponseHead();
+  void onResponseComplete();
+  void onUpstreamBytes(std::span<const char> data);
+  void processUpstreamPlaintext(std::span<const char> data);
+  void sendUpstream(std::string_view bytes);
+  void finishExchange();
+  void upstreamFailed(policy::Reason reason, std::string_view detail);
+  // Gives the upstream back to the pool when `reusable`, else closes it.
+  void releaseUpstream(bool reusable);
+  void retireUpstream();
+
+  // Answers and endings (session.cc).
+  // Sends sluice's own error response for `reason` (over TLS when inside the tunnel), writes
+  // the audit record, and closes after it is flushed.
+  void deny(policy::Reason reason, std::string_view detail);
+  // Refuses a tunnel whose TLS never started: an alert where one can be sent, then close.
+  void refuseTunnel(policy::Reason reason, std::uint8_t alert, std::string_view detail);
+  void writeAudit(policy::Verdict verdict, policy::Reason reason, int status);
+  void finishConnection();
+  void close(std::string_view why);
+  void armTimer();
+  void onTimer();
+  void transition(State next);
+
+  WorkerContext& ctx_;
+  SandboxRuntime& sandbox_;
+  std::uint64_t id_;
+  State state_ = State::ReadingProxyHead;
+  audit::Mode mode_ = audit::Mode::Connect;
+  std::uint64_t started_ms_ = 0;
+  std::uint64_t last_activity_ms_ = 0;
+  std::uint64_t phase_deadline_ms_ = 0;  // handshake, connect or linger deadline; 0: none
+  bool handshake_phase_ = true;
+  bool draining_ = false;
+  bool close_after_exchange_ = false;
+  bool audited_connection_ = false;  // a record was written for this connection
+  int open_handles_ = 0;
+
+  io::TcpStream client_;
+  io::Timer timer_;
+  policy::Endpoint client_address_;
+
+  // CONNECT target, as received (the tunnel's H).
+  std::string connect_host_;
+  std::uint16_t connect_port_ = 0;
+  std::string connect_authority_;
+  // TLS towards the sandbox.
+  std::string hello_;  // raw tunnel bytes until the ClientHello is complete
+  policy::SniState sni_state_ = policy::SniState::Unknown;
+  std::string sni_;            // as received (raw)
+  std::optional<tls::TlsSession> client_tls_;
+
+  http::RequestParser request_parser_;
+  http::ResponseParser response_parser_;
+  std::string client_plain_;   // client plaintext not yet parsed (a paused parser)
+  std::size_t client_plain_offset_ = 0;
+  bool message_end_pending_ = false;  // after a head: its end may come without more bytes
+  std::string scratch_;        // heads and frames being written; reused
+
+  Exchange exchange_;
+  std::unique_ptr<UpstreamConnection> upstream_;
+  // Upstreams being closed, kept until their close callback.
+  std::vector<std::unique_ptr<UpstreamConnection>> closing_upstreams_;
+  std::unique_ptr<dns::Resolver::Lookup> lookup_;
+};
+
+}  // namespace sluice::proxy::session

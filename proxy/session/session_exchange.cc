@@ -1,0 +1,437 @@
+// The request half of the session: deciding each request head, resolving H, connecting to the
+// usable addresses (or taking a pooled connection), upstream TLS, and forwarding the exchange
+// in both directions with backpressure, then its audit record.
+#include <spdlog/spdlog.h>
+
+#include "policy/authority.h"
+#include "proxy/gateway_state.h"
+#include "proxy/http/head_writer.h"
+#include "proxy/session/denial.h"
+#include "proxy/session/session.h"
+
+namespace sluice::proxy::session {
+
+namespace {
+
+constexpr std::size_t kPlainChunk = 16 * 1024;
+thread_local char t_upstream_plain[kPlainChunk];
+
+std::uint16_t defaultPort(policy::Scheme scheme) {
+  return scheme == policy::Scheme::Https ? 443 : 80;
+}
+
+}  // namespace
+
+void Exchange::reset(std::uint64_t now_ms, bool hash) {
+  active = true;
+  started_ms = now_ms;
+  ts = std::chrono::system_clock::now();
+  target_host.clear();
+  host.clear();
+  port = 0;
+  scheme = policy::Scheme::Https;
+  method.clear();
+  origin_target.clear();
+  host_header.reset();
+  url.clear();
+  request_framing = http::BodyFraming::None;
+  request_keep_alive = true;
+  verdict = policy::Verdict::Deny;
+  policy_reason = policy::Reason::None;
+  rule.clear();
+  answer.reset();
+  usable.clear();
+  next_address = 0;
+  saw_timeout = false;
+  upstream.reset();
+  from_pool = false;
+  retried = false;
+  status = 0;
+  request_done = false;
+  response_head_sent = false;
+  response_done = false;
+  upstream_dirty = false;
+  to_client = http::ResponseFraming::None;
+  client_wants_close = false;
+  req_bytes = 0;
+  resp_bytes = 0;
+  hashing = hash;
+  if (hash) {
+    if (!req_hash) {
+      req_hash.reset(EVP_MD_CTX_new());
+      resp_hash.reset(EVP_MD_CTX_new());
+    }
+    EVP_DigestInit_ex(req_hash.get(), EVP_sha256(), nullptr);
+    EVP_DigestInit_ex(resp_hash.get(), EVP_sha256(), nullptr);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deciding a request.
+
+// The facts of the request whose head the parser holds, for decide(). `addresses` once H is
+// resolved. The parser is paused at the head, so its views stay valid.
+policy::Decision Session::decideRequest(std::span<const policy::IpAddress> addresses,
+                                        bool resolved) {
+  const http::RequestHead& head = request_parser_.head();
+  policy::RequestHead request;
+  request.method = head.method;
+  request.target = exchange_.origin_target;
+  request.host_count = static_cast<int>(head.host_count);
+  request.host = head.host;
+  request.absolute_form = head.absolute_form;
+  request.uri_authority = head.uri_authority;
+  policy::RequestFacts facts;
+  facts.target_host = exchange_.target_host;
+  facts.port = exchange_.port;
+  facts.scheme = exchange_.scheme;
+  if (mode_ == audit::Mode::Connect) {
+    facts.sni_state = sni_state_;
+    facts.sni = sni_;
+  }
+  facts.request = &request;
+  facts.resolved = resolved;
+  facts.addresses = addresses;
+  return policy::decide(*sandbox_.sandbox, facts);
+}
+
+void Session::onRequestHead() {
+  const http::RequestHead& head = request_parser_.head();
+  exchange_.reset(uv_now(ctx_.loop), ctx_.state->config->audit.hash_bodies);
+  exchange_.method.assign(head.method);
+  exchange_.request_framing = head.framing;
+  exchange_.request_keep_alive = head.keep_alive;
+  if (head.host_count >= 1) {
+    exchange_.host_header.emplace(head.host_count == 1 ? head.host
+                                                       : head.headers.find("host").value_or(""));
+  }
+  exchange_.origin_target.assign(head.absolute_form ? head.origin_target : head.target);
+
+  if (mode_ == audit::Mode::Connect) {
+    exchange_.scheme = policy::Scheme::Https;
+    exchange_.target_host = connect_host_;
+    exchange_.port = connect_port_;
+    exchange_.url = "https://" + connect_authority_ + exchange_.origin_target;
+    // Inside the tunnel an absolute-form target may only name the tunnel's own https origin
+    // (BYPASSES S5); decide() checks its authority against H like the Host header.
+    if (head.absolute_form && !http::ascii::iequals(head.uri_scheme, "https")) {
+      deny(policy::Reason::BadRequest, "absolute-form target of another scheme inside TLS");
+      return;
+    }
+  } else {
+    exchange_.url.assign(head.target);
+    if (!head.absolute_form) {
+      deny(policy::Reason::BadRequest, "a request to a proxy needs an absolute URL");
+      return;
+    }
+    if (http::ascii::iequals(head.uri_scheme, "https")) {
+      deny(policy::Reason::BadRequest, "https URLs go through CONNECT");
+      return;
+    }
+    if (!http::ascii::iequals(head.uri_scheme, "http")) {
+      deny(policy::Reason::NotAllowedScheme, head.uri_scheme);
+      return;
+    }
+    auto authority = policy::parseAuthority(head.uri_authority, policy::PortRule::Optional);
+    if (!authority) {
+      deny(policy::Reason::BadRequest, policy::toString(authority.error()));
+      return;
+    }
+    exchange_.scheme = policy::Scheme::Http;
+    exchange_.target_host.assign(authority->host);
+    exchange_.port = authority->port.value_or(80);
+  }
+
+  policy::Decision d = decideRequest({}, false);
+  exchange_.host.assign(d.host.text());
+  exchange_.rule = d.rule != nullptr ? d.rule->name : std::string();
+  if (!exchange_.host.empty()) {
+    exchange_.url = (exchange_.scheme == policy::Scheme::Https ? "https://" : "http://") +
+                    d.host.authorityText();
+    if (exchange_.port != defaultPort(exchange_.scheme)) {
+      exchange_.url += ':' + std::to_string(exchange_.port);
+    }
+    exchange_.url += exchange_.origin_target;
+  }
+  if (!d.forwards()) {
+    deny(d.reason, explainDenial(d.reason, sandbox_.sandbox->name,
+                                 exchange_.host.empty() ? exchange_.target_host : exchange_.host,
+                                 exchange_.method, exchange_.origin_target));
+    return;
+  }
+  exchange_.verdict = d.verdict;
+  exchange_.policy_reason = d.reason;
+  acquireUpstream(d);
+}
+
+void Session::onRequestComplete() {
+  if (exchange_.request_framing == http::BodyFraming::Chunked && !exchange_.response_done) {
+    sendUpstream(http::kLastChunk);
+  }
+  exchange_.request_done = true;
+  updateReading();
+  finishExchange();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The exchange: the head sluice writes, the body up, the response down.
+
+void Session::startExchange() {
+  transition(State::Exchanging);
+  ++upstream_->exchanges;
+  const http::RequestHead& head = request_parser_.head();
+  std::string host_value = canonicalAuthority();
+  scratch_.clear();
+  http::writeRequestHead(scratch_, head, exchange_.origin_target, host_value, {});
+  sendUpstream(scratch_);
+  response_parser_.reset();
+  response_parser_.expect(exchange_.method);
+  last_activity_ms_ = uv_now(ctx_.loop);
+  armTimer();
+  updateReading();
+  processClientPlaintext();  // the body, and a bodiless request's end
+}
+
+// "host[:port]" as sluice writes it upstream: canonical H, the port only when not the default.
+std::string Session::canonicalAuthority() const {
+  std::string value = exchange_.host.find(':') != std::string::npos
+                          ? "[" + exchange_.host + "]"
+                          : exchange_.host;
+  if (exchange_.port != defaultPort(exchange_.scheme)) {
+    value += ':' + std::to_string(exchange_.port);
+  }
+  return value;
+}
+
+void Session::sendUpstream(std::string_view bytes) {
+  if (!upstream_) {
+    return;
+  }
+  if (!upstream_->tls) {
+    upstream_->stream.write(bytes);
+    return;
+  }
+  if (!upstream_->tls->write(std::span<const char>(bytes.data(), bytes.size()))) {
+    upstreamFailed(policy::Reason::UpstreamConnect, "TLS write to upstream failed");
+    return;
+  }
+  flushUpstreamTls();
+}
+
+void Session::onRequestBody(std::span<const char> data) {
+  exchange_.req_bytes += data.size();
+  if (exchange_.hashing) {
+    EVP_DigestUpdate(exchange_.req_hash.get(), data.data(), data.size());
+  }
+  if (exchange_.response_done) {
+    return;  // the upstream already answered: the rest of the body goes nowhere
+  }
+  if (exchange_.request_framing == http::BodyFraming::Chunked) {
+    scratch_.clear();
+    http::writeChunk(scratch_, data);
+    sendUpstream(scratch_);
+  } else {
+    sendUpstream(std::string_view(data.data(), data.size()));
+  }
+}
+
+void Session::onUpstreamBytes(std::span<const char> data) {
+  if (state_ == State::UpstreamTls) {
+    upstream_->tls->feed(data);
+    pumpUpstreamTls();
+    return;
+  }
+  if (state_ != State::Exchanging) {
+    return;
+  }
+  if (!upstream_->tls) {
+    processUpstreamPlaintext(data);
+  } else {
+    upstream_->tls->feed(data);
+    for (;;) {
+      std::size_t n = 0;
+      tls::ReadStatus status =
+          upstream_->tls->read(std::span<char>(t_upstream_plain, kPlainChunk), &n);
+      if (status == tls::ReadStatus::Data) {
+        processUpstreamPlaintext(std::span<const char>(t_upstream_plain, n));
+        if (!upstream_ || state_ != State::Exchanging || exchange_.response_done) {
+          return;
+        }
+        continue;
+      }
+      flushUpstreamTls();
+      if (status == tls::ReadStatus::WantIo) {
+        break;
+      }
+      if (status == tls::ReadStatus::Closed) {
+        onEof(upstream_->stream);  // close_notify ends an until-close body like a FIN
+        return;
+      }
+      upstreamFailed(policy::Reason::UpstreamConnect, upstream_->tls->failure().detail);
+      return;
+    }
+  }
+  updateReading();
+}
+
+void Session::processUpstreamPlaintext(std::span<const char> data) {
+  // After a head the parser may report the message's end without another byte (HEAD, 204,
+  // 304, Content-Length: 0), so it is fed once more even when `data` is used up.
+  bool end_pending = false;
+  while ((!data.empty() || end_pending) && upstream_ && state_ == State::Exchanging) {
+    if (exchange_.response_done) {
+      exchange_.upstream_dirty = !data.empty();  // bytes after the response: never reuse it
+      return;
+    }
+    end_pending = false;
+    http::ParseEvent event = response_parser_.feed(data, *this);
+    bool more = data.size() > event.consumed;
+    data = data.subspan(event.consumed);
+    if (state_ == State::Closing || !upstream_) {
+      return;
+    }
+    switch (event.kind) {
+      case http::EventKind::NeedMore:
+        return;
+      case http::EventKind::InterimHead:
+        scratch_.clear();
+        http::writeResponseHead(scratch_, response_parser_.head(), http::ResponseFraming::None,
+                                false);
+        sendClient(scratch_);
+        break;
+      case http::EventKind::HeadComplete:
+        onResponseHead();
+        end_pending = true;
+        break;
+      case http::EventKind::MessageComplete:
+        exchange_.upstream_dirty = more;
+        onResponseComplete();
+        return;
+      default:
+        upstreamFailed(policy::Reason::UpstreamConnect, event.detail);
+        return;
+    }
+  }
+}
+
+void Session::onResponseHead() {
+  const http::ResponseHead& head = response_parser_.head();
+  exchange_.status = head.status;
+  switch (head.framing) {
+    case http::ResponseFraming::ContentLength:
+      exchange_.to_client = http::ResponseFraming::ContentLength;
+      break;
+    case http::ResponseFraming::Chunked:
+    case http::ResponseFraming::UntilClose:
+      exchange_.to_client = http::ResponseFraming::Chunked;  // re-chunked: the client keeps
+      break;                                                 // its connection
+    case http::ResponseFraming::None:
+      // A HEAD or 304 answer has no body but keeps its Content-Length: the length the GET
+      // would have had (RFC 9110 §8.6). Nothing but the header is sent.
+      exchange_.to_client = head.has_content_length ? http::ResponseFraming::ContentLength
+                                                    : http::ResponseFraming::None;
+      break;
+  }
+  if (!exchange_.request_keep_alive || draining_ || exchange_.client_wants_close) {
+    close_after_exchange_ = true;
+  }
+  scratch_.clear();
+  http::writeResponseHead(scratch_, head, exchange_.to_client, close_after_exchange_);
+  sendClient(scratch_);
+  exchange_.response_head_sent = true;
+}
+
+void Session::onResponseBody(std::span<const char> data) {
+  exchange_.resp_bytes += data.size();
+  if (exchange_.hashing) {
+    EVP_DigestUpdate(exchange_.resp_hash.get(), data.data(), data.size());
+  }
+  if (exchange_.to_client == http::ResponseFraming::Chunked) {
+    scratch_.clear();
+    http::writeChunk(scratch_, data);
+    sendClient(scratch_);
+  } else {
+    sendClient(std::string_view(data.data(), data.size()));
+  }
+}
+
+void Session::onResponseComplete() {
+  if (exchange_.to_client == http::ResponseFraming::Chunked) {
+    sendClient(http::kLastChunk);
+  }
+  exchange_.response_done = true;
+  if (!exchange_.request_done) {
+    // The upstream answered before the request body ended (a 413, a redirect). Neither
+    // connection is in a known state any more: finish this exchange and close both.
+    exchange_.upstream_dirty = true;
+    close_after_exchange_ = true;
+    exchange_.request_done = true;
+  }
+  finishExchange();
+}
+
+void Session::finishExchange() {
+  if (!exchange_.active || !exchange_.request_done || !exchange_.response_done ||
+      state_ == State::Closing) {
+    return;
+  }
+  writeAudit(exchange_.verdict,
+             exchange_.verdict == policy::Verdict::Report ? exchange_.policy_reason
+                                                          : policy::Reason::None,
+             exchange_.status);
+  bool reusable = upstream_ && response_parser_.head().keep_alive && !exchange_.upstream_dirty;
+  releaseUpstream(reusable);
+  exchange_.active = false;
+  if (close_after_exchange_ || draining_ || !exchange_.request_keep_alive) {
+    finishConnection();
+    return;
+  }
+  transition(State::ReadingRequest);
+  last_activity_ms_ = uv_now(ctx_.loop);
+  armTimer();
+  processClientPlaintext();  // a pipelined request may already be here
+}
+
+void Session::releaseUpstream(bool reusable) {
+  if (!upstream_) {
+    return;
+  }
+  if (reusable && !draining_) {
+    ctx_.pool->put(std::move(upstream_));
+    return;
+  }
+  retireUpstream();
+}
+
+// A failure on the way to or from the upstream. Before the response head went out, the client
+// gets sluice's own answer (502/504 with the reason); after, the only honest signal left is to
+// cut the connection, and the audit record says why.
+void Session::upstreamFailed(policy::Reason reason, std::string_view detail) {
+  if (state_ == State::Closing) {
+    return;
+  }
+  SPDLOG_DEBUG("[C{}] upstream failed ({}): {}", id_, policy::toString(reason), detail);
+  // A pooled connection the upstream had closed meanwhile: a bodiless request that got no byte
+  // of answer is sent once more on a new connection.
+  bool stale = exchange_.from_pool && !exchange_.retried && !exchange_.response_head_sent &&
+               exchange_.request_framing == http::BodyFraming::None && exchange_.request_done &&
+               state_ == State::Exchanging && reason == policy::Reason::UpstreamConnect;
+  if (stale) {
+    exchange_.retried = true;
+    exchange_.from_pool = false;
+    retireUpstream();
+    transition(State::Resolving);
+    policy::Decision d = decideRequest({}, false);
+    acquireUpstream(d);
+    return;
+  }
+  if (!exchange_.response_head_sent) {
+    deny(reason, detail);
+    return;
+  }
+  writeAudit(exchange_.verdict, reason, exchange_.status);
+  exchange_.active = false;
+  close(detail);
+}
+
+}  // namespace sluice::proxy::session

@@ -1,0 +1,213 @@
+// The tunnel half of the session: a CONNECT decided on its target, the ClientHello read by
+// sluice's own parser and decided on its SNI, then TLS terminated with a leaf for H. A tunnel
+// that gets no TLS session ends with an alert where one can be sent (SPEC §5.4).
+#include <spdlog/spdlog.h>
+
+#include "policy/authority.h"
+#include "proxy/gateway_state.h"
+#include "proxy/session/denial.h"
+#include "proxy/session/session.h"
+#include "proxy/tls/client_hello.h"
+
+namespace sluice::proxy::session {
+
+namespace {
+
+// Plaintext decrypted from the client, per thread; consumed (or copied) before returning.
+constexpr std::size_t kPlainChunk = 16 * 1024;
+thread_local char t_plain[kPlainChunk];
+
+using tls::kAlertDecodeError;
+using tls::kAlertHandshakeFailure;
+using tls::kAlertInternalError;
+using tls::kAlertUnrecognizedName;
+
+}  // namespace
+
+void Session::onConnectHead() {
+  const http::RequestHead& head = request_parser_.head();
+  connect_authority_.assign(head.connect_authority);
+  exchange_.reset(uv_now(ctx_.loop), false);
+  exchange_.method = "CONNECT";
+  exchange_.url = "https://" + connect_authority_;
+  exchange_.scheme = policy::Scheme::Https;
+  if (state_ != State::ReadingProxyHead) {
+    deny(policy::Reason::BadRequest, "CONNECT inside a tunnel");
+    return;
+  }
+  auto authority = policy::parseAuthority(connect_authority_, policy::PortRule::Required);
+  if (!authority) {
+    deny(policy::Reason::BadRequest, policy::toString(authority.error()));
+    return;
+  }
+  connect_host_.assign(authority->host);
+  connect_port_ = *authority->port;
+  exchange_.target_host = connect_host_;
+  exchange_.port = connect_port_;
+
+  policy::RequestFacts facts;
+  facts.target_host = connect_host_;
+  facts.port = connect_port_;
+  facts.scheme = policy::Scheme::Https;
+  policy::Decision d = policy::decide(*sandbox_.sandbox, facts);
+  exchange_.host.assign(d.host.text());
+  exchange_.rule = d.rule != nullptr ? d.rule->name : std::string();
+  if (!d.forwards()) {
+    deny(d.reason, explainDenial(d.reason, sandbox_.sandbox->name,
+                                 exchange_.host.empty() ? connect_host_ : exchange_.host,
+                                 "CONNECT", connect_authority_));
+    return;
+  }
+  exchange_.policy_reason = d.reason;
+  exchange_.active = false;  // the tunnel is not a request; each request inside it will be
+  // The tunnel is open; what follows must be a ClientHello naming H.
+  mode_ = audit::Mode::Connect;
+  hello_.assign(client_plain_.data() + client_plain_offset_,
+                client_plain_.size() - client_plain_offset_);
+  client_plain_.clear();
+  client_plain_offset_ = 0;
+  client_.write(std::string_view("HTTP/1.1 200 Connection established\r\n\r\n"));
+  transition(State::ReadingClientHello);
+  if (!hello_.empty()) {
+    processClientHello();
+  }
+}
+
+void Session::processClientHello() {
+  auto bytes = std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(hello_.data()),
+                                             hello_.size());
+  tls::HelloResult hello = tls::parseClientHello(bytes);
+  switch (hello.status) {
+    case tls::HelloStatus::NeedMore:
+      return;
+    case tls::HelloStatus::NotTls:
+      refuseTunnel(policy::Reason::NotTls, 0, "the tunnel did not start with a ClientHello");
+      return;
+    case tls::HelloStatus::Malformed:
+      refuseTunnel(policy::Reason::NotTls, kAlertDecodeError, "malformed ClientHello");
+      return;
+    case tls::HelloStatus::TooLarge:
+      refuseTunnel(policy::Reason::HeaderTooLarge, kAlertHandshakeFailure,
+                   "ClientHello over 64 KiB");
+      return;
+    case tls::HelloStatus::Done:
+      break;
+  }
+  policy::RequestFacts facts;
+  facts.target_host = connect_host_;
+  facts.port = connect_port_;
+  facts.scheme = policy::Scheme::Https;
+  switch (hello.info.sni_state) {
+    case tls::SniState::Absent:
+      facts.sni_state = policy::SniState::Absent;
+      break;
+    case tls::SniState::Present:
+      facts.sni_state = policy::SniState::Present;
+      sni_.assign(hello.info.sni());
+      facts.sni = sni_;
+      break;
+    case tls::SniState::Malformed:
+      // Two names, another name type, an empty or over-long name: not one name equal to H.
+      facts.sni_state = policy::SniState::Present;
+      sni_.clear();
+      facts.sni = sni_;
+      break;
+  }
+  sni_state_ = facts.sni_state;
+  policy::Decision d = policy::decide(*sandbox_.sandbox, facts);
+  if (!d.forwards()) {
+    refuseTunnel(d.reason, kAlertUnrecognizedName, sni_);
+    return;
+  }
+
+  // Mint (or take from the cache) a leaf for H only now, after the decision (BYPASSES R6).
+  auto leaf = sandbox_.leaves->get(d.host.text());
+  if (!leaf) {
+    spdlog::error("[C{}] cannot mint a certificate for {}: {}", id_, d.host.text(), leaf.error());
+    refuseTunnel(policy::Reason::None, kAlertInternalError, "");
+    return;
+  }
+  auto session = tls::TlsSession::server(ctx_.state->sandbox_tls.get(),
+                                         leaf.value()->certificate.get(), sandbox_.leaves->key());
+  if (!session) {
+    spdlog::error("[C{}] TLS setup failed: {}", id_, session.error());
+    refuseTunnel(policy::Reason::None, kAlertInternalError, "");
+    return;
+  }
+  client_tls_.emplace(std::move(session).value());
+  client_tls_->feed(std::span<const char>(hello_.data(), hello_.size()));
+  hello_.clear();
+  hello_.shrink_to_fit();
+  transition(State::TlsHandshake);
+  pumpClientTls();
+}
+
+void Session::pumpClientTls() {
+  if (state_ == State::TlsHandshake) {
+    tls::HandshakeStatus status = client_tls_->handshake();
+    sendClient({});
+    if (state_ == State::Closing) {
+      return;
+    }
+    if (status == tls::HandshakeStatus::WantIo) {
+      return;
+    }
+    if (status == tls::HandshakeStatus::Failed) {
+      SPDLOG_DEBUG("[C{}] sandbox TLS handshake failed: {}", id_, client_tls_->failure().detail);
+      finishConnection();
+      return;
+    }
+    // Whatever read the SNI for the decision, the name OpenSSL negotiated must be the same
+    // (SPEC §5.1): two parsers that disagree are a bypass.
+    if (client_tls_->servername() != sni_) {
+      refuseTunnel(policy::Reason::SniMismatch, 0, "OpenSSL negotiated another name");
+      return;
+    }
+    handshake_phase_ = false;
+    phase_deadline_ms_ = 0;
+    request_parser_.reset();
+    transition(State::ReadingRequest);
+  }
+  for (;;) {
+    std::size_t n = 0;
+    tls::ReadStatus status = client_tls_->read(std::span<char>(t_plain, kPlainChunk), &n);
+    if (status == tls::ReadStatus::Data) {
+      client_plain_.append(t_plain, n);
+      continue;
+    }
+    sendClient({});  // TLS 1.3 may answer records (key updates) even on read
+    if (state_ == State::Closing) {
+      return;
+    }
+    if (status == tls::ReadStatus::WantIo) {
+      break;
+    }
+    // close_notify or a fatal error: parse what arrived, then end the connection.
+    processClientPlaintext();
+    if (state_ != State::Closing && state_ != State::Lingering) {
+      if (exchange_.active) {
+        close_after_exchange_ = true;
+        exchange_.client_wants_close = true;
+      } else {
+        finishConnection();
+      }
+    }
+    return;
+  }
+  processClientPlaintext();
+}
+
+void Session::refuseTunnel(policy::Reason reason, std::uint8_t alert, std::string_view detail) {
+  SPDLOG_DEBUG("[C{}] refuse tunnel {}: {}", id_, policy::toString(reason), detail);
+  if (alert != 0) {
+    auto record = tls::alertRecord(alert);
+    client_.write(std::string_view(reinterpret_cast<const char*>(record.data()), record.size()));
+  }
+  if (reason != policy::Reason::None) {
+    writeAudit(policy::Verdict::Deny, reason, 0);
+  }
+  client_tls_.reset();  // nothing polite to say over a TLS session that never was
+  finishConnection();
+}
+
+}  // namespace sluice::proxy::session

@@ -1,0 +1,172 @@
+// The upstream half of the session: an idle pooled connection re-checked for this request, or
+// H resolved by sluice's own resolver, decided again on its addresses, and the usable ones
+// dialled in turn; then upstream TLS with SNI H, verified for H.
+#include <spdlog/spdlog.h>
+
+#include "proxy/gateway_state.h"
+#include "proxy/session/denial.h"
+#include "proxy/session/session.h"
+
+namespace sluice::proxy::session {
+
+// ---------------------------------------------------------------------------------------------
+// Getting an upstream connection: the pool, or DNS and connect.
+
+void Session::acquireUpstream(const policy::Decision& decision) {
+  UpstreamKey key{&sandbox_, exchange_.host, exchange_.port,
+                  exchange_.scheme == policy::Scheme::Https};
+  if (auto pooled = ctx_.pool->take(key, static_cast<io::TcpStream::Handler*>(this))) {
+    // The connection was opened for an earlier request, perhaps under another rule with other
+    // `ips` (or under none, in report mode). Its address must pass this request's checks too.
+    policy::IpAddress address = pooled->address.ip;
+    policy::Decision d = decideRequest(std::span<const policy::IpAddress>(&address, 1), true);
+    if (d.forwards() && (d.usable_addresses & 1u) != 0) {
+      upstream_ = std::move(pooled);
+      exchange_.from_pool = true;
+      exchange_.upstream = upstream_->address;
+      startExchange();
+      return;
+    }
+    ctx_.pool->put(std::move(pooled));  // still good for the requests it was checked for
+  }
+  transition(State::Resolving);
+  if (decision.host.isIpLiteral()) {
+    // An allowed literal is its own, already checked, address: no DNS.
+    auto answer = std::make_shared<dns::Answer>();
+    answer->addresses.push_back(decision.host.address());
+    exchange_.answer = std::move(answer);
+    exchange_.usable.push_back(decision.host.address());
+    connectNext();
+    return;
+  }
+  auto resolution = ctx_.resolver->resolve(exchange_.host, [this](dns::LookupResult result) {
+    lookup_.reset();
+    onResolved(std::move(result));
+  });
+  if (auto* now = std::get_if<dns::LookupResult>(&resolution)) {
+    onResolved(std::move(*now));
+  } else {
+    lookup_ = std::move(std::get<std::unique_ptr<dns::Resolver::Lookup>>(resolution));
+  }
+}
+
+void Session::onResolved(dns::LookupResult result) {
+  if (state_ != State::Resolving) {
+    return;
+  }
+  if (!result) {
+    deny(policy::Reason::DnsFailed,
+         "could not resolve " + exchange_.host + " (" + std::string(dns::toString(result.error())) +
+             ")");
+    return;
+  }
+  exchange_.answer = std::move(result).value();
+  const auto& addresses = exchange_.answer->addresses;
+  policy::Decision d = decideRequest(addresses, true);
+  if (!d.forwards()) {
+    deny(d.reason, explainDenial(d.reason, sandbox_.sandbox->name, exchange_.host,
+                                 exchange_.method, exchange_.origin_target));
+    return;
+  }
+  for (std::size_t i = 0; i < addresses.size() && i < policy::kMaxAddresses; ++i) {
+    if ((d.usable_addresses >> i) & 1u) {
+      exchange_.usable.push_back(addresses[i]);
+    }
+  }
+  connectNext();
+}
+
+// Dials the usable addresses in turn: exactly those, never a name, never resolved again.
+void Session::connectNext() {
+  if (state_ == State::Closing) {
+    return;
+  }
+  if (exchange_.next_address >= exchange_.usable.size()) {
+    upstreamFailed(exchange_.saw_timeout ? policy::Reason::UpstreamTimeout
+                                         : policy::Reason::UpstreamConnect,
+                   "no usable address accepted the connection");
+    return;
+  }
+  policy::Endpoint to{exchange_.usable[exchange_.next_address++], exchange_.port};
+  UpstreamKey key{&sandbox_, exchange_.host, exchange_.port,
+                  exchange_.scheme == policy::Scheme::Https};
+  upstream_ = std::make_unique<UpstreamConnection>(
+      ctx_.loop, static_cast<io::TcpStream::Handler*>(this), std::move(key));
+  upstream_->address = to;
+  if (state_ != State::Connecting) {
+    transition(State::Connecting);
+  }
+  SPDLOG_DEBUG("[C{}] connecting to {} for {}", id_, to.toString(), exchange_.host);
+  if (int rc = upstream_->stream.connect(to); rc != 0) {
+    SPDLOG_DEBUG("[C{}] connect {}: {}", id_, to.toString(), uv_strerror(rc));
+    retireUpstream();
+    connectNext();
+    return;
+  }
+  phase_deadline_ms_ =
+      uv_now(ctx_.loop) +
+      static_cast<std::uint64_t>(ctx_.state->config->upstream.connect_timeout.count());
+  armTimer();
+}
+
+void Session::onConnected(io::TcpStream& stream, int status) {
+  if (!upstream_ || &stream != &upstream_->stream || state_ != State::Connecting) {
+    return;
+  }
+  if (status != 0) {
+    SPDLOG_DEBUG("[C{}] connect {}: {}", id_, upstream_->address.toString(), uv_strerror(status));
+    if (status == UV_ETIMEDOUT) {
+      exchange_.saw_timeout = true;
+    }
+    retireUpstream();
+    connectNext();
+    return;
+  }
+  phase_deadline_ms_ = 0;
+  exchange_.upstream = upstream_->address;
+  if (exchange_.scheme == policy::Scheme::Http) {
+    startExchange();
+    return;
+  }
+  // Upstream TLS: SNI H, the chain and the name H verified against upstream.ca_file.
+  auto session = tls::TlsSession::client(ctx_.state->upstream_tls.get(), exchange_.host);
+  if (!session) {
+    upstreamFailed(policy::Reason::UpstreamConnect, session.error());
+    return;
+  }
+  upstream_->tls.emplace(std::move(session).value());
+  transition(State::UpstreamTls);
+  phase_deadline_ms_ =
+      uv_now(ctx_.loop) +
+      static_cast<std::uint64_t>(ctx_.state->config->upstream.connect_timeout.count());
+  armTimer();
+  pumpUpstreamTls();
+}
+
+void Session::flushUpstreamTls() {
+  if (!upstream_ || !upstream_->tls) {
+    return;
+  }
+  std::span<const char> out = upstream_->tls->peekCiphertext();
+  upstream_->stream.write(out);
+  upstream_->tls->consumeCiphertext(out.size());
+}
+
+void Session::pumpUpstreamTls() {
+  tls::HandshakeStatus status = upstream_->tls->handshake();
+  flushUpstreamTls();
+  if (status == tls::HandshakeStatus::WantIo) {
+    return;
+  }
+  if (status == tls::HandshakeStatus::Failed) {
+    const tls::Failure& failure = upstream_->tls->failure();
+    upstreamFailed(failure.kind == tls::FailureKind::Certificate ? policy::Reason::UpstreamCert
+                                                                 : policy::Reason::UpstreamConnect,
+                   failure.detail);
+    return;
+  }
+  phase_deadline_ms_ = 0;
+  startExchange();
+}
+
+}  // namespace sluice::proxy::session

@@ -1,0 +1,32 @@
+#pragma once
+// What a worker lends its sessions: the loop, the shared gateway state, the per-worker resolver
+// and upstream pool, and the way to hand a finished session back for deletion.
+
+#include <uv.h>
+
+#include <functional>
+
+namespace sluice::proxy {
+struct GatewayState;
+namespace dns {
+class Resolver;
+}
+}  // namespace sluice::proxy
+
+namespace sluice::proxy::session {
+
+class Session;
+class UpstreamPool;
+
+struct WorkerContext {
+  uv_loop_t* loop = nullptr;
+  GatewayState* state = nullptr;
+  dns::Resolver* resolver = nullptr;
+  UpstreamPool* pool = nullptr;
+  // Called once every handle of the session has closed; the worker deletes it.
+  std::function<void(Session*)> finished;
+  // The worker is draining: finish the exchange in progress, keep nothing alive.
+  bool draining = false;
+};
+
+}  // namespace sluice::proxy::session

@@ -1,0 +1,145 @@
+#include "proxy/tls/tls_context.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <sys/stat.h>
+
+#include <openssl/err.h>
+#include <openssl/x509.h>
+
+#include "certs/x509_util.h"
+
+namespace sluice::proxy::tls {
+
+namespace {
+
+// At least 2 (RSA/DH >= 2048 bits, ECC >= 224, no SHA-1 signatures), or what the system's
+// openssl.cnf already demands if that is stricter.
+constexpr int kMinSecurityLevel = 2;
+
+// The sandbox side's TLS 1.2 suites: forward-secret AEAD only. The leaf key is ECDSA, so
+// these are the ECDHE-ECDSA-AES-GCM and -CHACHA20-POLY1305 suites every current client has.
+// TLS 1.3 suites stay OpenSSL's defaults (all AEAD).
+constexpr const char* kServerTls12Ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20";
+
+// The ALPN wire list sluice offers upstream: one length-prefixed protocol name.
+constexpr unsigned char kAlpnWire[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+
+// Selects "http/1.1" if the client's list has it; otherwise no ALPN at all (NOACK), so the
+// client falls back to its default, HTTP/1.1 (BYPASSES T2: a non-HTTP protocol is never
+// agreed to). `out` points into the client's list, as SSL_select_next_proto does; OpenSSL
+// has already checked the list's framing, and the bounds are checked again here anyway.
+int selectAlpn(SSL* /*ssl*/, const unsigned char** out, unsigned char* out_len,
+               const unsigned char* in, unsigned int in_len, void* /*arg*/) noexcept {
+  unsigned int i = 0;
+  while (i < in_len) {
+    unsigned int len = in[i++];
+    if (len == 0 || len > in_len - i) {
+      return SSL_TLSEXT_ERR_NOACK;
+    }
+    if (len == kAlpnHttp11.size() && std::memcmp(in + i, kAlpnHttp11.data(), len) == 0) {
+      *out = in + i;
+      *out_len = static_cast<unsigned char>(len);
+      return SSL_TLSEXT_ERR_OK;
+    }
+    i += len;
+  }
+  return SSL_TLSEXT_ERR_NOACK;
+}
+
+// Settings both sides share.
+bool configureCommon(SSL_CTX* ctx) {
+  SSL_CTX_set_security_level(ctx, std::max(kMinSecurityLevel, SSL_CTX_get_security_level(ctx)));
+  // Renegotiation is a DoS lever and a source of identity confusion; nothing here needs it.
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+  // RELEASE_BUFFERS: an idle connection holds no 16 KiB record buffers. The write buffer is
+  // a growable memory queue, so SSL_write always takes everything in one call; partial
+  // writes are not enabled (TlsSession::write still loops, in case they ever are), and a
+  // retried write may come from a moved buffer.
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  return SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1 &&
+         SSL_CTX_set_max_proto_version(ctx, 0) == 1;  // 0: the highest this OpenSSL knows
+}
+
+Err<std::string> failure(const std::string& what) {
+  return Err{what + " (OpenSSL: " + certs::drainOpensslErrors() + ")"};
+}
+
+bool storeHasCertificate(SSL_CTX* ctx) {
+  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+  STACK_OF(X509_OBJECT)* objects = store != nullptr ? X509_STORE_get0_objects(store) : nullptr;
+  for (int i = 0; objects != nullptr && i < sk_X509_OBJECT_num(objects); ++i) {
+    if (X509_OBJECT_get_type(sk_X509_OBJECT_value(objects, i)) == X509_LU_X509) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Says what is wrong with the trust store file in words an operator can act on, before
+// OpenSSL's more cryptic "no certificate or crl found" or "system lib".
+Result<Ok, std::string> loadTrustFile(SSL_CTX* ctx, const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Err{"upstream.ca_file " + path + ": " + std::strerror(errno)};
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Err{"upstream.ca_file " + path + ": not a regular file"};
+  }
+  if (SSL_CTX_load_verify_file(ctx, path.c_str()) != 1) {
+    return failure("upstream.ca_file " + path +
+                   ": cannot load it as PEM certificates (unreadable, empty, or not PEM)");
+  }
+  if (!storeHasCertificate(ctx)) {
+    ERR_clear_error();
+    return Err{"upstream.ca_file " + path + ": holds no certificate"};
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+SslCtxPtr makeServerContext() {
+  SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
+  if (!ctx || !configureCommon(ctx.get()) ||
+      SSL_CTX_set_cipher_list(ctx.get(), kServerTls12Ciphers) != 1 ||
+      SSL_CTX_set_num_tickets(ctx.get(), 0) != 1) {
+    ERR_clear_error();
+    return nullptr;
+  }
+  // No resumption (see the header): no TLS 1.2 tickets, no TLS 1.3 tickets (num_tickets 0
+  // above), and no server-side session cache.
+  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_TICKET);
+  SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_NONE, nullptr);  // no client certificates
+  SSL_CTX_set_alpn_select_cb(ctx.get(), selectAlpn, nullptr);
+  return ctx;
+}
+
+Result<SslCtxPtr, std::string> makeUpstreamContext(const std::optional<std::string>& ca_file) {
+  ERR_clear_error();
+  SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
+  if (!ctx || !configureCommon(ctx.get())) {
+    return failure("cannot create the upstream TLS context");
+  }
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+  if (ca_file) {
+    if (auto loaded = loadTrustFile(ctx.get(), *ca_file); !loaded) {
+      return Err{std::move(loaded).error()};
+    }
+  } else if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1) {
+    return failure("cannot use OpenSSL's default trust store");
+  }
+  // Unusually, 0 means success here.
+  if (SSL_CTX_set_alpn_protos(ctx.get(), kAlpnWire, sizeof kAlpnWire) != 0) {
+    return failure("cannot set the upstream ALPN list");
+  }
+  SSL_CTX_set_session_cache_mode(ctx.get(),
+                                 SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  ERR_clear_error();  // loading a bundle may queue errors for entries it skipped
+  return ctx;
+}
+
+}  // namespace sluice::proxy::tls

@@ -1,0 +1,166 @@
+#include "proxy/worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include "proxy/dns/resolver.h"
+#include "proxy/session/session.h"
+#include "proxy/session/upstream_pool.h"
+#include "proxy/session/worker_context.h"
+
+namespace sluice::proxy {
+
+namespace {
+
+// Idle upstream connections kept per (sandbox, H, port): enough for a client's parallel
+// downloads from one mirror, few enough that a sandbox cannot hoard sockets.
+constexpr std::size_t kPooledPerKey = 16;
+constexpr std::chrono::milliseconds kPooledIdleLimit{30000};
+
+}  // namespace
+
+Worker::Worker(GatewayState& state, const std::vector<ListenSocket>& sockets, int index)
+    : state_(state), sockets_(sockets), index_(index) {}
+
+Worker::~Worker() {
+  if (thread_.joinable()) {
+    shutdown();
+    thread_.join();
+  }
+}
+
+Result<Ok, std::string> Worker::start() {
+  uv_loop_init(&loop_);
+  uv_async_init(&loop_, &async_, &Worker::onAsync);
+  async_.data = this;
+  resolver_ = std::make_unique<dns::Resolver>(&loop_, state_.config->dns);
+  pool_ = std::make_unique<session::UpstreamPool>(
+      &loop_, kPooledPerKey, std::min(kPooledIdleLimit, state_.config->limits.idle_timeout));
+  context_ = std::make_unique<session::WorkerContext>();
+  context_->loop = &loop_;
+  context_->state = &state_;
+  context_->resolver = resolver_.get();
+  context_->pool = pool_.get();
+  context_->finished = [this](session::Session* s) { sessionFinished(s); };
+
+  for (const ListenSocket& socket : sockets_) {
+    SandboxRuntime* sandbox = socket.sandbox;
+    auto listener = std::make_unique<io::TcpListener>(
+        &loop_, [this, sandbox](uv_stream_t* server) { accept(*sandbox, server); });
+    auto started = listener->start(socket.socket);
+    listeners_.push_back(std::move(listener));
+    if (!started) {
+      // Unwind on the loop: close what was opened, then run it to completion.
+      closeAll();
+      uv_run(&loop_, UV_RUN_DEFAULT);
+      uv_loop_close(&loop_);
+      return Err{started.error()};
+    }
+  }
+  thread_ = std::thread([this] { run(); });
+  return Ok{};
+}
+
+void Worker::run() {
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  int rc = uv_loop_close(&loop_);
+  if (rc != 0) {
+    spdlog::warn("worker {}: loop closed with handles still open ({})", index_, uv_strerror(rc));
+  }
+}
+
+void Worker::stopAccepting() {
+  stop_accepting_.store(true);
+  uv_async_send(&async_);
+}
+
+void Worker::shutdown() {
+  shutdown_.store(true);
+  uv_async_send(&async_);
+}
+
+void Worker::join() {
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+void Worker::onAsync(uv_async_t* async) noexcept {
+  static_cast<Worker*>(async->data)->handleCommands();
+}
+
+void Worker::handleCommands() {
+  if (shutdown_.load()) {
+    closeAll();
+    return;
+  }
+  if (stop_accepting_.load() && !draining_) {
+    draining_ = true;
+    context_->draining = true;
+    closeListeners();
+    // Sessions remove themselves from the map as they finish: walk a snapshot.
+    std::vector<session::Session*> current;
+    for (auto& [ptr, owned] : sessions_) {
+      current.push_back(ptr);
+    }
+    for (session::Session* s : current) {
+      if (sessions_.count(s) != 0) {
+        s->drain();
+      }
+    }
+  }
+}
+
+void Worker::accept(SandboxRuntime& sandbox, uv_stream_t* server) {
+  if (draining_) {
+    return;
+  }
+  std::uint64_t id = state_.next_connection_id.fetch_add(1);
+  auto owned = std::make_unique<session::Session>(*context_, sandbox, id);
+  session::Session* s = owned.get();
+  sessions_.emplace(s, std::move(owned));
+  session_count_.store(sessions_.size());
+  if (state_.open_connections.load() > state_.config->limits.max_connections) {
+    // Over the limit: accept (so the kernel queue does not fill) and close at once.
+    SPDLOG_DEBUG("[C{}] over limits.max_connections: closed", id);
+    if (s->start(server)) {
+      s->abort();
+    }
+    return;
+  }
+  s->start(server);
+}
+
+void Worker::sessionFinished(session::Session* s) {
+  sessions_.erase(s);
+  session_count_.store(sessions_.size());
+}
+
+void Worker::closeListeners() {
+  for (auto& listener : listeners_) {
+    listener->close(nullptr);
+  }
+}
+
+void Worker::closeAll() {
+  if (closed_all_) {
+    return;
+  }
+  closed_all_ = true;
+  draining_ = true;
+  context_->draining = true;
+  closeListeners();
+  std::vector<session::Session*> current;
+  for (auto& [ptr, owned] : sessions_) {
+    current.push_back(ptr);
+  }
+  for (session::Session* s : current) {
+    if (sessions_.count(s) != 0) {
+      s->abort();
+    }
+  }
+  pool_->close(nullptr);
+  resolver_->close(nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
+}
+
+}  // namespace sluice::proxy

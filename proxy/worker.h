@@ -1,0 +1,81 @@
+#pragma once
+// One worker: a thread with its own libuv loop, its own view of every listening socket, its own
+// resolver and upstream connection pool, and the sessions it accepted. Workers share nothing
+// mutable but GatewayState's thread-safe parts (leaf caches, audit sinks, counters).
+//
+// Control from other threads goes through one uv_async_t: stopAccepting() (drain: listeners
+// close, idle keep-alive connections close, busy ones finish their exchange) and shutdown()
+// (close everything now). The thread ends when its loop has no handles left.
+
+#include <uv.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.h"
+#include "proxy/gateway_state.h"
+#include "proxy/io/tcp_listener.h"
+
+namespace sluice::proxy {
+
+namespace dns {
+class Resolver;
+}
+namespace session {
+class Session;
+class UpstreamPool;
+struct WorkerContext;
+}  // namespace session
+
+// A bound socket and the sandbox whose listener it is.
+struct ListenSocket {
+  io::BoundSocket socket;
+  SandboxRuntime* sandbox = nullptr;
+};
+
+class Worker {
+ public:
+  Worker(GatewayState& state, const std::vector<ListenSocket>& sockets, int index);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Starts the thread. Fails if a listener cannot be attached to the loop.
+  Result<Ok, std::string> start();
+  void stopAccepting();  // thread-safe
+  void shutdown();       // thread-safe
+  void join();
+  std::size_t sessions() const { return session_count_.load(); }
+
+ private:
+  static void onAsync(uv_async_t* async) noexcept;
+  void run();
+  void handleCommands();
+  void accept(SandboxRuntime& sandbox, uv_stream_t* server);
+  void sessionFinished(session::Session* session);
+  void closeListeners();
+  void closeAll();
+
+  GatewayState& state_;
+  const std::vector<ListenSocket>& sockets_;
+  int index_;
+  uv_loop_t loop_{};
+  uv_async_t async_{};
+  std::thread thread_;
+  std::atomic<bool> stop_accepting_{false};
+  std::atomic<bool> shutdown_{false};
+  bool draining_ = false;
+  bool closed_all_ = false;
+  std::vector<std::unique_ptr<io::TcpListener>> listeners_;
+  std::unique_ptr<dns::Resolver> resolver_;
+  std::unique_ptr<session::UpstreamPool> pool_;
+  std::unique_ptr<session::WorkerContext> context_;
+  std::unordered_map<session::Session*, std::unique_ptr<session::Session>> sessions_;
+  std::atomic<std::size_t> session_count_{0};
+};
+
+}  // namespace sluice::proxy

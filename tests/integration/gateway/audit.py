@@ -1,0 +1,98 @@
+"""Reading sluice's audit log (SPEC §6): one JSON object per line, hash-chained."""
+import hashlib
+import json
+import re
+
+from netutil import read_text, wait_until
+
+FIELDS = ("ts", "sandbox", "conn", "client", "mode", "sni", "host", "method", "url",
+          "orig_dst", "addrs", "upstream", "decision", "rule", "reason", "status",
+          "req_bytes", "resp_bytes", "req_sha256", "resp_sha256", "duration_ms", "chain")
+REASONS = {"not_allowed_host", "not_allowed_port", "not_allowed_scheme", "not_allowed_method",
+           "not_allowed_path", "bad_host", "ip_literal", "ip_denied", "sni_missing",
+           "sni_mismatch", "host_missing", "host_duplicate", "host_mismatch", "dns_failed",
+           "dns_mismatch", "not_tls", "bad_request", "header_too_large", "upstream_connect",
+           "upstream_cert", "upstream_timeout", "secret_misuse"}
+_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def check_shape(rec, hash_bodies=True):
+    """Assert that one record has every SPEC §6 field with a plausible value; `chain` last."""
+    missing = [f for f in FIELDS if f not in rec]
+    assert not missing, "audit record lacks %s: %r" % (missing, rec)
+    assert list(rec)[-1] == "chain", "chain must be the last member: %r" % rec
+    assert _TS.match(rec["ts"]), rec["ts"]
+    assert rec["mode"] in ("connect", "transparent", "forward"), rec
+    assert rec["decision"] in ("allow", "deny", "report"), rec
+    assert rec["reason"] is None or rec["reason"] in REASONS, rec
+    assert re.match(r"^127\.0\.0\.\d+:\d+$", rec["client"]), rec
+    assert isinstance(rec["addrs"], list) or rec["addrs"] is None, rec
+    assert rec["status"] is None or isinstance(rec["status"], int), rec
+    for key in ("req_bytes", "resp_bytes", "duration_ms"):
+        assert rec[key] is None or isinstance(rec[key], (int, float)), rec
+    if hash_bodies:
+        for key in ("req_sha256", "resp_sha256"):
+            assert rec[key] is None or _HEX64.match(rec[key]), rec
+    assert _HEX64.match(rec["chain"]), rec
+
+
+def verify_chain(lines):
+    """Recompute SPEC §6's chain; return the 1-based number of the first bad line, or 0."""
+    prev = "0" * 64
+    for number, line in enumerate(lines, 1):
+        cut = line.rfind(',"chain"')
+        if cut < 0:
+            return number
+        expected = hashlib.sha256(prev.encode() + line[:cut].encode()).hexdigest()
+        if json.loads(line).get("chain") != expected:
+            return number
+        prev = expected
+    return 0
+
+
+class AuditLog:
+    def __init__(self, path, hash_bodies=True):
+        self.path = path
+        self.hash_bodies = hash_bodies
+
+    def lines(self):
+        text = read_text(self.path)
+        # Only whole lines: a record being written may not have its newline yet.
+        return text.split("\n")[:-1] if text else []
+
+    def records(self):
+        out = []
+        for number, line in enumerate(self.lines(), 1):
+            try:
+                out.append(json.loads(line))
+            except ValueError as e:
+                raise AssertionError("audit line %d is not JSON (%s): %r" % (number, e, line))
+        return out
+
+    def mark(self):
+        return len(self.lines())
+
+    def since(self, mark):
+        return self.records()[mark:]
+
+    def wait(self, mark, predicate=lambda r: True, count=1, timeout=20):
+        """Wait until at least `count` records after `mark` satisfy `predicate`; return them
+        (each checked against SPEC §6's shape)."""
+        def enough():
+            hits = [r for r in self.since(mark) if predicate(r)]
+            return hits if len(hits) >= count else None
+        try:
+            hits = wait_until(enough, timeout, "%d audit record(s)" % count)
+        except TimeoutError:
+            raise AssertionError("expected %d audit record(s) after line %d, got:\n%s"
+                                 % (count, mark, "\n".join(map(json.dumps, self.since(mark)))))
+        for rec in hits:
+            check_shape(rec, self.hash_bodies)
+        return hits
+
+    def one(self, mark, predicate=lambda r: True, timeout=20):
+        """The single record after `mark` that matches; fails if there are more."""
+        hits = self.wait(mark, predicate, 1, timeout)
+        assert len(hits) == 1, "expected exactly one audit record, got %d: %r" % (len(hits), hits)
+        return hits[0]

@@ -1,0 +1,203 @@
+"""Clients that talk to sluice: a raw CONNECT + TLS + HTTP exchange (every byte visible),
+curl, and pip."""
+from dataclasses import dataclass, field
+import hashlib
+import os
+import subprocess
+import tempfile
+
+from http1 import ConnectionClosed, HttpReader, Response
+from netutil import clean_env
+from tlsraw import HandshakeFailed, PlainStream, TLSStream, connect_tunnel, open_proxy
+
+SAME = object()  # "the SNI is the CONNECT authority's host"
+
+
+@dataclass
+class Exchange:
+    connect: Response = None            # the CONNECT response (None for plain forwarding)
+    tls_error: HandshakeFailed = None   # set when no TLS session was made
+    peer_names: list = field(default_factory=list)
+    responses: list = field(default_factory=list)
+    error: Exception = None             # the connection failed while reading a response
+    tail: bytes = b""                   # bytes after the last response, until close
+    close_how: str = None               # "eof", "reset", "timeout" (still open), or None
+    client: str = None                  # our "ip:port", as sluice's audit record names it
+    alpn: str = None                    # the protocol the TLS handshake selected
+
+    @property
+    def final(self):
+        """The answer that decided the exchange: a refused CONNECT, or the last response."""
+        if self.connect is not None and self.connect.status != 200:
+            return self.connect
+        return self.responses[-1] if self.responses else None
+
+    @property
+    def denied_at_connect(self):
+        return self.connect is not None and self.connect.status != 200
+
+
+def _method(req):
+    return req.split(b" ", 1)[0].decode()
+
+
+def _read_all(reader, requests, ex, pipeline):
+    if pipeline:
+        reader.stream.sendall(b"".join(requests))
+    for req in requests:
+        if not pipeline:
+            reader.stream.sendall(req)
+        try:
+            resp = reader.read_response(_method(req))
+        except (ConnectionClosed, ConnectionResetError, OSError) as e:
+            ex.error = e
+            return
+        ex.responses.append(resp)
+        if resp.sluice_reason or (resp.header("Connection") or "").lower() == "close":
+            return
+
+
+def _finish(reader, ex, close_timeout):
+    last = ex.final
+    if ex.error is None and last is not None and last.status < 400 and \
+            (last.header("Connection") or "").lower() != "close":
+        reader.stream.close()
+        return
+    ex.tail, ex.close_how = reader.read_to_close(timeout=close_timeout)
+    reader.stream.close()
+
+
+def tunnel(proxy, authority, requests=(), sni=SAME, cafile=None, hello_chunks=None,
+           raw=None, pipeline=False, host_header=None, alpn=("http/1.1",), close_timeout=15):
+    """CONNECT `authority`, then either send `raw` bytes, or do TLS with `sni` and send
+    `requests` (bytes each) one after another (or all at once with `pipeline`)."""
+    ex = Exchange()
+    sock, ex.connect, reader = connect_tunnel(proxy, authority, host_header)
+    ex.client = "%s:%d" % sock.getsockname()
+    if ex.connect.status != 200:
+        _finish(reader, ex, close_timeout)
+        return ex
+    if raw is not None:
+        sock.sendall(raw)
+        ex.tail, ex.close_how = reader.read_to_close(timeout=close_timeout)
+        sock.close()
+        return ex
+    if sni is SAME:
+        sni = authority.rsplit(":", 1)[0]
+    try:
+        tls = TLSStream(sock, sni, cafile, alpn=alpn, hello_chunks=hello_chunks)
+    except HandshakeFailed as e:
+        ex.tls_error = e
+        ex.tail, ex.close_how = HttpReader(PlainStream(sock)).read_to_close(close_timeout)
+        sock.close()
+        return ex
+    ex.peer_names = tls.peer_dns_names() if cafile else []
+    ex.alpn = tls.alpn()
+    reader = HttpReader(tls)
+    _read_all(reader, list(requests), ex, pipeline)
+    _finish(reader, ex, close_timeout)
+    return ex
+
+
+def forward(proxy, requests, pipeline=False, close_timeout=15):
+    """Plain-HTTP forwarding: absolute-form requests straight to the proxy listener."""
+    ex = Exchange()
+    sock = open_proxy(proxy)
+    ex.client = "%s:%d" % sock.getsockname()
+    reader = HttpReader(PlainStream(sock))
+    _read_all(reader, list(requests), ex, pipeline)
+    _finish(reader, ex, close_timeout)
+    return ex
+
+
+# --- curl ----------------------------------------------------------------------------------
+
+@dataclass
+class CurlResult:
+    rc: int
+    http_code: int
+    http_connect: int
+    blocks: list          # header blocks as Responses (CONNECT answer first when tunnelled)
+    body: bytes           # None when the body was larger than keep_body
+    body_len: int
+    body_sha256: str
+    stderr: str
+
+    @property
+    def final(self):
+        return self.blocks[-1] if self.blocks else None
+
+    @property
+    def sluice_reason(self):
+        for block in reversed(self.blocks):
+            if block.sluice_reason:
+                return block.sluice_reason
+        return None
+
+
+def _parse_blocks(text):
+    blocks = []
+    for raw in text.replace("\r\n", "\n").split("\n\n"):
+        lines = [l for l in raw.split("\n") if l]
+        if not lines or not lines[0].startswith("HTTP/"):
+            continue
+        parts = lines[0].split(" ", 2)
+        headers = []
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers.append((name.strip(), value.strip()))
+        blocks.append(Response(int(parts[1]), parts[2] if len(parts) > 2 else "", headers))
+    return blocks
+
+
+def curl(url, *args, proxy=None, cacert=None, timeout=60, keep_body=16 << 20, stdin=None):
+    """Run curl; the body streams through a SHA-256 so 200 MiB costs no memory."""
+    with tempfile.NamedTemporaryFile(prefix="curl-headers-") as hdr:
+        cmd = ["curl", "-sS", "--max-time", str(timeout), "-D", hdr.name, "-o", "-",
+               "-w", "%{stderr}\nCURL-W %{http_code} %{http_connect}\n"]
+        if proxy:
+            cmd += ["-x", proxy]
+        else:
+            cmd += ["--noproxy", "*"]
+        if cacert:
+            cmd += ["--cacert", cacert]
+        cmd += list(args) + [url]
+        with tempfile.TemporaryFile() as errfile, subprocess.Popen(
+                cmd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=errfile, env=clean_env()) as proc:
+            if stdin is not None:
+                proc.stdin.write(stdin)
+                proc.stdin.close()
+            digest, length, kept = hashlib.sha256(), 0, []
+            while True:
+                chunk = proc.stdout.read(1 << 20)
+                if not chunk:
+                    break
+                digest.update(chunk)
+                length += len(chunk)
+                if length <= keep_body:
+                    kept.append(chunk)
+            rc = proc.wait(timeout=timeout + 30)
+            errfile.seek(0)
+            err = errfile.read().decode(errors="replace")
+        with open(hdr.name, "r", errors="replace") as f:
+            blocks = _parse_blocks(f.read())
+    code = connect = 0
+    for line in err.splitlines():
+        if line.startswith("CURL-W "):
+            code, connect = (int(x) for x in line.split()[1:3])
+    return CurlResult(rc, code, connect, blocks, b"".join(kept) if length <= keep_body else None,
+                      length, digest.hexdigest(), err)
+
+
+# --- pip -----------------------------------------------------------------------------------
+
+def pip_download(index_url, package, dest, cert, proxy=None, timeout=120):
+    """`pip download` from one index only: no PyPI, no config files, no cache."""
+    cmd = ["/usr/bin/python3", "-m", "pip", "download", "--no-deps", "--no-cache-dir",
+           "--disable-pip-version-check", "--no-input", "--retries", "0", "--timeout", "30",
+           "--index-url", index_url, "--cert", cert, "-d", dest, package]
+    if proxy:
+        cmd[4:4] = ["--proxy", proxy]
+    env = clean_env(PIP_CONFIG_FILE=os.devnull)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)

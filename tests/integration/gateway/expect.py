@@ -1,0 +1,89 @@
+"""Assertions on what sluice answers (SPEC §5.4) and on its audit records (SPEC §6)."""
+import re
+
+# RFC 9209 error tokens per reason. SPEC §5.4 names destination_ip_prohibited, dns_error and
+# tls_certificate_error; where it is silent, the set holds each token a careful reader could
+# pick (the README of the tests lists these choices).
+PROXY_STATUS = {
+    "not_allowed_host": {"http_request_denied"},
+    "not_allowed_port": {"http_request_denied"},
+    "not_allowed_scheme": {"http_request_denied"},
+    "not_allowed_method": {"http_request_denied"},
+    "not_allowed_path": {"http_request_denied"},
+    "ip_literal": {"destination_ip_prohibited"},
+    "ip_denied": {"destination_ip_prohibited"},
+    "host_mismatch": {"http_request_denied"},
+    "host_duplicate": {"http_request_denied", "http_request_error"},
+    "host_missing": {"http_request_denied", "http_request_error"},
+    "dns_failed": {"dns_error"},
+    "dns_timeout": {"dns_error", "dns_timeout"},  # dns_failed caused by a silent resolver
+    "upstream_connect": {"destination_unavailable", "connection_refused"},
+    "upstream_cert": {"tls_certificate_error"},
+    "bad_request": {"http_request_error"},
+    "header_too_large": {"http_request_error", "http_request_denied"},
+}
+
+
+def proxy_status_error(value):
+    """The `error` parameter of a Proxy-Status field value, or None."""
+    if value is None:
+        return None
+    m = re.search(r";\s*error=\"?([A-Za-z0-9_.-]+)", value)
+    return m.group(1) if m else None
+
+
+def denial(answer, status, reason, token_key=None):
+    """sluice's own answer (a Response, or an Exchange whose final answer is checked):
+    status, Sluice-Reason, and the Proxy-Status error token."""
+    resp = getattr(answer, "final", answer)
+    if resp is None:
+        ex = answer
+        raise AssertionError("no HTTP answer: CONNECT %s, TLS error %s, read error %r, then "
+                             "%r (%s)" % (ex.connect and ex.connect.status, ex.tls_error,
+                                          ex.error, ex.tail[:100], ex.close_how))
+    assert (resp.status, resp.sluice_reason) == (status, reason), \
+        "got %d %r, headers %r body %r" % (resp.status, resp.sluice_reason, resp.headers,
+                                            resp.body[:200])
+    assert resp.proxy_status, "no Proxy-Status header: %r" % resp.headers
+    token = proxy_status_error(resp.proxy_status)
+    assert token in PROXY_STATUS[token_key or reason], \
+        "Proxy-Status %r: error=%r, expected one of %s" % (resp.proxy_status, token,
+                                                         sorted(PROXY_STATUS[token_key or reason]))
+
+
+def closed(ex):
+    """After a denial sluice closes the connection and answers nothing more."""
+    assert ex.close_how in ("eof", "reset"), "connection still open after the denial"
+    assert not ex.tail.startswith(b"HTTP/"), "a further response followed: %r" % ex.tail[:200]
+
+
+def host_is(rec_host, name, port):
+    """SPEC §6: host "as received"; clients send it with or without the port."""
+    return rec_host in (name, "%s:%d" % (name, port))
+
+
+def upstream_is(rec, address, port):
+    assert rec["upstream"] == "%s:%d" % (address, port), rec
+    assert any(a == address or a.startswith(address + ":") for a in rec["addrs"] or []), rec
+
+
+def record(rec, **want):
+    """Each keyword must equal the record's field; a set means "one of"."""
+    for key, value in want.items():
+        if isinstance(value, (set, frozenset)):
+            assert rec.get(key) in value, "%s=%r, expected one of %r in %r" % (
+                key, rec.get(key), value, rec)
+        else:
+            assert rec.get(key) == value, "%s=%r, expected %r in %r" % (
+                key, rec.get(key), value, rec)
+
+
+def connect_denial_record(rec, reason, name, port, status=403):
+    """The one record of a CONNECT refused before any tunnel. SPEC §6 does not say what
+    `host` and `url` hold when there is no request inside: the target must be in one of them
+    (host as the CONNECT's Host header, or url = https://name:port[/])."""
+    record(rec, sandbox="sbx1", mode="connect", decision="deny", reason=reason, status=status,
+           sni=None, upstream=None, method={"CONNECT", None}, rule=None)
+    url_ok = rec["url"] in ("https://%s:%d" % (name, port), "https://%s:%d/" % (name, port))
+    assert host_is(rec["host"], name, port) or (rec["host"] is None and url_ok), rec
+    assert rec["url"] is None or url_ok, rec

@@ -1,0 +1,115 @@
+"""The nginx configuration of the bed: one nginx process, every origin as a server block.
+
+  127.0.0.20  "shared CDN": allowed.test, api.allowed.test, other.test, evil.test, a.wild.test,
+              mixed.wild.test, expired.wild.test (expired cert), wrongname.wild.test (a
+              cert for another name), and a default server (IP certificate); routed by SNI
+              for the certificate and by Host for the content, like a CDN. TLS on port T,
+              plain HTTP on port P.
+  127.0.0.21  second.test
+  127.0.0.66  the attacker: allowed.test, attacker.test, atk.wild.test, all from the
+              attacker's CA
+  127.0.0.1   the internal canary: anything reaching it is an SSRF into the host
+  unix socket the sink that uploads are proxied to (so nginx reads and keeps the body)
+"""
+
+LOG_FIELDS = [
+    ("remote_addr", "$remote_addr"), ("server_addr", "$server_addr"),
+    ("server_port", "$server_port"), ("ssl_server_name", "$ssl_server_name"),
+    ("server_name", "$server_name"), ("host", "$host"), ("http_host", "$http_host"),
+    ("request", "$request"), ("method", "$request_method"), ("uri", "$request_uri"),
+    ("status", "$status"), ("request_length", "$request_length"),
+    ("body_file", "$request_body_file"), ("content_length", "$http_content_length"),
+    ("transfer_encoding", "$http_transfer_encoding"), ("user_agent", "$http_user_agent"),
+    ("x_test", "$http_x_test"), ("x_hop", "$http_x_hop"),
+    ("proxy_authorization", "$http_proxy_authorization"),
+    ("proxy_connection", "$http_proxy_connection"), ("connection_hdr", "$http_connection"),
+    ("bytes_sent", "$bytes_sent"), ("connection", "$connection"),
+    ("connection_requests", "$connection_requests"),
+]
+
+
+def _log_format():
+    body = ",".join('"%s":"%s"' % (k, v) for k, v in LOG_FIELDS)
+    return "log_format bed escape=json '{%s}';" % body
+
+
+def _server(d, names, listens, cert, root, role, extra=""):
+    lines = ["server {"]
+    lines += ["    listen %s;" % l for l in listens]
+    lines.append("    server_name %s;" % " ".join(names))
+    if cert is not None:
+        lines += ["    ssl_certificate %s;" % cert.cert, "    ssl_certificate_key %s;" % cert.key]
+    lines += ["    root %s;" % root, "    access_log %s/%s.log bed;" % (d, role)]
+    if role in ("attacker", "internal"):
+        # Connection-level events (handshakes, closes) of a canary, to tell "never connected".
+        lines.append("    error_log %s/%s.err info;" % (d, role))
+    lines.append("    location /upload/ {\n"
+                 "        client_body_in_file_only on;\n"
+                 "        proxy_http_version 1.1;\n"
+                 "        proxy_set_header Host sink;\n"
+                 "        proxy_pass http://unix:%s/sink.sock:/;\n"
+                 "    }" % d)
+    lines.append("    location = /chunked.html {\n"
+                 "        sub_filter 'SLUICE-MARK' 'replaced-by-nginx';\n"
+                 "        sub_filter_once off;\n"
+                 "    }")
+    if extra:
+        lines.append(extra)
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def render(d, www, pki, tls_port, plain_port, as_root):
+    """The whole nginx.conf; `d` is the nginx directory (logs, pid, temp, sink socket)."""
+    t, p = tls_port, plain_port
+    servers = []
+    cdn = ["127.0.0.20:%d ssl" % t, "127.0.0.20:%d" % p]
+    servers.append(_server(d, ["_"], [l + " default_server" for l in cdn], pki.cdn_ip,
+                           "%s/allowed.test" % www, "cdn"))
+    for name in pki.CDN_NAMES:
+        servers.append(_server(d, [name], cdn, pki.cdn[name], "%s/%s" % (www, name), "cdn"))
+    servers.append(_server(d, ["expired.wild.test"], cdn, pki.expired,
+                           "%s/expired.wild.test" % www, "cdn"))
+    servers.append(_server(d, ["wrongname.wild.test"], cdn, pki.wrong_name,
+                           "%s/wrongname.wild.test" % www, "cdn"))
+    second = ["127.0.0.21:%d ssl default_server" % t, "127.0.0.21:%d default_server" % p]
+    servers.append(_server(d, ["second.test"], second, pki.cdn["second.test"],
+                           "%s/second.test" % www, "second"))
+    atk = ["127.0.0.66:%d ssl" % t, "127.0.0.66:%d" % p]
+    servers.append(_server(d, ["allowed.test"], [l + " default_server" for l in atk],
+                           pki.attacker["allowed.test"], "%s/attacker" % www, "attacker"))
+    for name in ("attacker.test", "atk.wild.test"):
+        servers.append(_server(d, [name], atk, pki.attacker[name], "%s/attacker" % www,
+                               "attacker"))
+    internal = ["127.0.0.1:%d ssl default_server" % t, "127.0.0.1:%d default_server" % p]
+    servers.append(_server(d, ["_"], internal, pki.internal, "%s/internal" % www, "internal"))
+    sink = ("server {\n    listen unix:%s/sink.sock;\n    access_log %s/sink.log bed;\n"
+            "    location / { return 200 \"stored\\n\"; }\n}" % (d, d))
+    return """\
+%(user)s
+daemon off;
+master_process on;
+worker_processes 1;
+pid %(d)s/nginx.pid;
+error_log %(d)s/error.log info;
+events { worker_connections 1024; }
+http {
+    types { text/html html; text/plain txt; application/octet-stream bin whl; }
+    default_type application/octet-stream;
+    server_tokens off;
+    sendfile on;
+    keepalive_requests 1000;
+    client_max_body_size 512m;
+    client_body_temp_path %(d)s/tmp/body;
+    proxy_temp_path %(d)s/tmp/proxy;
+    fastcgi_temp_path %(d)s/tmp/fastcgi;
+    uwsgi_temp_path %(d)s/tmp/uwsgi;
+    scgi_temp_path %(d)s/tmp/scgi;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    %(log_format)s
+    access_log off;
+%(servers)s
+%(sink)s
+}
+""" % {"user": "user root root;" if as_root else "", "d": d, "log_format": _log_format(),
+       "servers": "\n".join(servers), "sink": sink}

@@ -1,0 +1,192 @@
+"""Running the sluice binary under test: its configuration, its process, its audit log.
+
+The binary is $SLUICE_BINARY (CTest sets it to the built target, so the ASan build runs
+these tests against the ASan binary), else build/proxy/sluice of this checkout.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+
+from audit import AuditLog
+from netutil import DIE_WITH_US, clean_env, read_text, stop_process, wait_until
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+SANDBOX = "sbx1"
+PROXY_ADDRESS = "127.0.0.2"
+
+
+def binary_path():
+    return os.environ.get("SLUICE_BINARY") or os.path.join(REPO, "build", "proxy", "sluice")
+
+
+def gateway_missing_reason(binary):
+    """Why the gateway tests cannot run with `binary`, or None when `sluice run` exists."""
+    if not os.access(binary, os.X_OK):
+        return "no sluice binary at %s (set SLUICE_BINARY or build the project)" % binary
+    probe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "no-such-config.yaml")
+    proc = subprocess.Popen([binary, "run", "-c", probe], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=clean_env())
+    try:
+        out, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        stop_process(proc, signal.SIGKILL)
+        return None  # `run` exists (and misbehaves: the tests will say how)
+    text = (out + err).decode(errors="replace")
+    if "unknown command" in text:
+        return "`sluice run` is not implemented yet (%s)" % text.strip().splitlines()[0]
+    return None
+
+
+def is_asan(binary):
+    with open(binary, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
+# --- configuration -------------------------------------------------------------------------
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_/.][A-Za-z0-9_/.:@-]*$")
+_YAML_WORDS = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}
+
+
+def _scalar(value, in_flow=False):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    if in_flow or not _PLAIN.match(text) or text.lower() in _YAML_WORDS or \
+            re.match(r"^[0-9.]+$", text):
+        return json.dumps(text)
+    return text
+
+
+def to_yaml(value, indent=0):
+    """Block YAML for dicts and lists of dicts; flow lists for lists of scalars."""
+    pad = " " * indent
+    out = []
+    for key, item in value.items():
+        if isinstance(item, dict):
+            out.append("%s%s:" % (pad, key))
+            out.append(to_yaml(item, indent + 2))
+        elif isinstance(item, list) and item and isinstance(item[0], dict):
+            out.append("%s%s:" % (pad, key))
+            for entry in item:
+                body = to_yaml(entry, indent + 4)
+                out.append("%s  - %s" % (pad, body.lstrip()))
+        elif isinstance(item, list):
+            out.append("%s%s: [%s]" % (pad, key, ", ".join(_scalar(v, True) for v in item)))
+        else:
+            out.append("%s%s: %s" % (pad, key, _scalar(item)))
+    return "\n".join(out)
+
+
+def bed_rules(tls_port, plain_port):
+    """The policy of sbx1 (BYPASSES §0.2 in the real schema): each rule opens exactly the
+    test origin's address with `ips`; nothing else on 127/8 is reachable."""
+    t, p = tls_port, plain_port
+    return [
+        {"name": "cdn", "hosts": ["allowed.test"], "ports": [t], "ips": ["127.0.0.20/32"]},
+        {"name": "cdn-plain", "hosts": ["allowed.test"], "schemes": ["http"], "ports": [p],
+         "ips": ["127.0.0.20/32"]},
+        {"name": "api", "hosts": ["api.allowed.test"], "ports": [t], "methods": ["GET"],
+         "paths": ["/v1/public/"], "ips": ["127.0.0.20/32"]},
+        {"name": "second", "hosts": ["second.test"], "ports": [t], "ips": ["127.0.0.21/32"]},
+        {"name": "atk", "hosts": ["atk.wild.test"], "ports": [t], "ips": ["127.0.0.66/32"]},
+        {"name": "refused", "hosts": ["refused.wild.test"], "ports": [t],
+         "ips": ["127.0.0.22/32"]},
+        {"name": "wild", "hosts": ["*.wild.test"], "ports": [t], "ips": ["127.0.0.20/32"]},
+        # No `ips`: only globally reachable addresses, so every *.pub.test answer of the bed
+        # (all loopback, link-local or private) must be refused by SPEC 4.3's table alone.
+        {"name": "pub", "hosts": ["*.pub.test"], "ports": [t]},
+    ]
+
+
+def make_config(bed, workdir, listen_port, rules=None, mode="enforce", dns_servers=None,
+                limits=None):
+    limits_cfg = {"max_header_bytes": "16KiB", "handshake_timeout": "5s",
+                  "idle_timeout": "30s", "shutdown_grace": "2s"}
+    limits_cfg.update(limits or {})
+    return {
+        "version": 1,
+        "dns": {"servers": dns_servers or ["%s:%d" % (bed.dns.ADDRESS, bed.dns.port)],
+                "timeout": "1s", "max_ttl": "1s"},
+        "upstream": {"ca_file": bed.pki.test_ca.cert, "connect_timeout": "3s"},
+        "audit": {"path": os.path.join(workdir, "audit.jsonl"), "hash_bodies": True},
+        "limits": limits_cfg,
+        "sandboxes": [{"name": SANDBOX, "listen": "%s:%d" % (PROXY_ADDRESS, listen_port),
+                       "ca": os.path.join(workdir, "ca-" + SANDBOX), "policy": "bed",
+                       "mode": mode}],
+        "policies": {"bed": {"rules": rules if rules is not None
+                             else bed_rules(bed.tls_port, bed.plain_port)}},
+    }
+
+
+def write_config(config, path):
+    with open(path, "w") as f:
+        f.write(to_yaml(config) + "\n")
+    return path
+
+
+# --- the process ---------------------------------------------------------------------------
+
+def _listening(addr, port):
+    """Is addr:port in LISTEN state? Read from /proc, so that checking readiness makes no
+    connection (a probe connection would be a client with an audit record of its own)."""
+    want = "%s:%04X" % ("".join("%02X" % int(b) for b in reversed(addr.split("."))), port)
+    for line in read_text("/proc/net/tcp").splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 3 and fields[1] == want and fields[3] == "0A":
+            return True
+    return False
+
+
+class Sluice:
+    def __init__(self, binary, workdir, config):
+        self.binary = binary
+        self.workdir = workdir
+        self.config = config
+        sandbox = config["sandboxes"][0]
+        host, port = sandbox["listen"].rsplit(":", 1)
+        self.address = (host, int(port))
+        self.proxy_url = "http://%s:%s" % (host, port)
+        self.ca_pem = os.path.join(sandbox["ca"], "ca.pem")
+        self.config_path = os.path.join(workdir, "sluice.yaml")
+        self.stderr_path = os.path.join(workdir, "sluice.stderr")
+        self.audit = AuditLog(config["audit"]["path"], config["audit"]["hash_bodies"])
+        self.proc = None
+        self.ready = False
+        self.exit_code = None
+
+    def start(self, timeout=60):
+        write_config(self.config, self.config_path)
+        with open(os.path.join(self.workdir, "sluice.stdout"), "wb") as out, \
+                open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(
+                DIE_WITH_US + [self.binary, "run", "-c", self.config_path], cwd=self.workdir,
+                stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=clean_env())
+
+        def ready():
+            if self.proc.poll() is not None:
+                raise RuntimeError("sluice exited with %d before listening:\n%s"
+                                   % (self.proc.returncode, self.stderr()))
+            return _listening(*self.address) and os.path.exists(self.ca_pem)
+        wait_until(ready, timeout, "sluice to listen on %s:%d" % self.address)
+        self.ready = True
+        return self
+
+    def stderr(self):
+        return read_text(self.stderr_path)
+
+    def vm_hwm_kib(self):
+        for line in read_text("/proc/%d/status" % self.proc.pid).splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+        raise AssertionError("no VmHWM for pid %d" % self.proc.pid)
+
+    def stop(self, timeout=30):
+        """SIGTERM by PID; returns the exit status (None if it had to be killed)."""
+        if self.proc is not None and self.exit_code is None:
+            self.exit_code = stop_process(self.proc, signal.SIGTERM, timeout)
+        return self.exit_code

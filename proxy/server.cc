@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 #include <uv.h>
 
+#include <pthread.h>
+
 #include <csignal>
 
 #include "proxy/gateway_state.h"
@@ -13,14 +15,20 @@ namespace sluice::proxy {
 namespace {
 
 // The main thread's loop: signals and the drain.
+// The signal handles stay open until the workers are gone and the signals blocked: closing the
+// last handle of a signal restores its default action, and a SIGTERM arriving after that (a
+// supervisor repeating itself) would kill the process with 143 instead of the clean 0. They
+// are unref'd, so they do not keep the loop alive; `alive` does, until the shutdown.
 struct SignalLoop {
   uv_loop_t loop{};
   uv_signal_t sigterm{};
   uv_signal_t sigint{};
   uv_signal_t sighup{};
+  uv_async_t alive{};
   uv_timer_t poll{};
   uv_timer_t grace{};
   std::vector<std::unique_ptr<Worker>>* workers = nullptr;
+  std::vector<ListenSocket>* sockets = nullptr;
   std::chrono::milliseconds grace_period{0};
   bool draining = false;
   bool shut_down = false;
@@ -41,9 +49,7 @@ struct SignalLoop {
     for (auto& w : *workers) {
       w->shutdown();
     }
-    for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(&sigterm),
-                           reinterpret_cast<uv_handle_t*>(&sigint),
-                           reinterpret_cast<uv_handle_t*>(&sighup),
+    for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(&alive),
                            reinterpret_cast<uv_handle_t*>(&poll),
                            reinterpret_cast<uv_handle_t*>(&grace)}) {
       uv_close(h, nullptr);
@@ -62,6 +68,9 @@ struct SignalLoop {
     for (auto& w : *workers) {
       w->stopAccepting();
     }
+    // The workers close their dup()s; closing the original too makes the kernel refuse new
+    // connections at once, instead of queueing them until exit.
+    sockets->clear();
     uv_timer_start(&poll, &SignalLoop::onPoll, 20, 20);
     uv_timer_start(&grace, &SignalLoop::onGrace, static_cast<std::uint64_t>(grace_period.count()),
                    0);
@@ -135,6 +144,15 @@ Result<std::unique_ptr<Server>, std::string> Server::create(
 
 int Server::run() {
   std::signal(SIGPIPE, SIG_IGN);  // a peer that closes mid-write is an error value, not a death
+  // Workers start with SIGTERM, SIGINT and SIGHUP blocked (a thread inherits its creator's
+  // mask), so these signals only ever reach the main thread and its loop.
+  sigset_t handled;
+  sigemptyset(&handled);
+  sigaddset(&handled, SIGTERM);
+  sigaddset(&handled, SIGINT);
+  sigaddset(&handled, SIGHUP);
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &handled, &previous);
   for (auto& worker : workers_) {
     auto started = worker->start();
     if (!started) {
@@ -146,9 +164,11 @@ int Server::run() {
       return 1;
     }
   }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 
   SignalLoop signals;
   signals.workers = &workers_;
+  signals.sockets = &sockets_;
   signals.grace_period = state_->config->limits.shutdown_grace;
   uv_loop_init(&signals.loop);
   for (uv_signal_t* s : {&signals.sigterm, &signals.sigint, &signals.sighup}) {
@@ -158,6 +178,10 @@ int Server::run() {
   uv_signal_start(&signals.sigterm, &SignalLoop::onSignal, SIGTERM);
   uv_signal_start(&signals.sigint, &SignalLoop::onSignal, SIGINT);
   uv_signal_start(&signals.sighup, &SignalLoop::onSignal, SIGHUP);
+  for (uv_signal_t* s : {&signals.sigterm, &signals.sigint, &signals.sighup}) {
+    uv_unref(reinterpret_cast<uv_handle_t*>(s));
+  }
+  uv_async_init(&signals.loop, &signals.alive, nullptr);
   uv_timer_init(&signals.loop, &signals.poll);
   uv_timer_init(&signals.loop, &signals.grace);
   signals.poll.data = &signals;
@@ -165,11 +189,20 @@ int Server::run() {
 
   spdlog::info("sluice: ready ({} workers)", workers_.size());
   uv_run(&signals.loop, UV_RUN_DEFAULT);
-  uv_loop_close(&signals.loop);
 
   for (auto& worker : workers_) {
     worker->join();
   }
+  // The signal handles live in `signals`, on this stack, and libuv's process-wide handler
+  // would reach them after we return. From here on the only thread left blocks the signals:
+  // one arriving now stays pending until the process has exited with 0, so the handles can
+  // be closed (which restores the default actions) and the loop freed.
+  pthread_sigmask(SIG_BLOCK, &handled, nullptr);
+  for (uv_signal_t* s : {&signals.sigterm, &signals.sigint, &signals.sighup}) {
+    uv_close(reinterpret_cast<uv_handle_t*>(s), nullptr);
+  }
+  uv_run(&signals.loop, UV_RUN_DEFAULT);
+  uv_loop_close(&signals.loop);
   spdlog::info("sluice: stopped");
   return 0;
 }

@@ -215,6 +215,14 @@ void Session::processClientPlaintext() {
       return;
     }
     if (event.kind == http::EventKind::NeedMore) {
+      if (state_ == State::ReadingRequest && event.consumed > 0 && phase_deadline_ms_ == 0) {
+        // A head has begun: it must be complete within handshake_timeout, however slowly its
+        // bytes trickle in (each byte would otherwise reset the idle timer: slowloris, R1).
+        phase_deadline_ms_ =
+            uv_now(ctx_.loop) +
+            static_cast<std::uint64_t>(ctx_.state->config->limits.handshake_timeout.count());
+        armTimer();
+      }
       break;
     }
     if (event.kind == http::EventKind::Error) {
@@ -233,6 +241,9 @@ void Session::processClientPlaintext() {
       onConnectHead();
     } else if (event.kind == http::EventKind::HeadComplete) {
       message_end_pending_ = true;
+      if (state_ == State::ReadingRequest) {
+        phase_deadline_ms_ = 0;
+      }
       if (state_ == State::ReadingProxyHead) {
         onProxyHead();
       } else {
@@ -293,11 +304,8 @@ void Session::writeAudit(policy::Verdict verdict, policy::Reason reason, int sta
     return;
   }
   audit::AuditRecord r;
-  r.ts = exchange_.active || exchange_.started_ms != 0 ? exchange_.ts
-                                                       : std::chrono::system_clock::now();
-  if (r.ts.time_since_epoch().count() == 0) {
-    r.ts = std::chrono::system_clock::now();
-  }
+  // When the request (or the CONNECT, or the refused head) began; now if nothing began.
+  r.ts = exchange_.started_ms != 0 ? exchange_.ts : std::chrono::system_clock::now();
   r.sandbox = sandbox_.sandbox->name;
   r.conn = id_;
   r.client = client_address_;
@@ -366,6 +374,15 @@ void Session::close(std::string_view why) {
     return;
   }
   SPDLOG_DEBUG("[C{}] close: {}", id_, why);
+  if (exchange_.active) {
+    // Cut short (the client reset, shutdown_grace ran out): the request still gets its record,
+    // with what was sent so far.
+    writeAudit(exchange_.verdict,
+               exchange_.verdict == policy::Verdict::Report ? exchange_.policy_reason
+                                                            : policy::Reason::None,
+               exchange_.response_head_sent ? exchange_.status : 0);
+    exchange_.active = false;
+  }
   state_ = State::Closing;
   lookup_.reset();  // cancel-on-destroy: the resolver will not call back
   client_.close();
@@ -388,8 +405,8 @@ void Session::retireUpstream() {
 
 void Session::onEof(io::TcpStream& stream) {
   if (&stream == &client_) {
-    if (state_ == State::Lingering || (state_ == State::ReadingRequest && !exchange_.active &&
-                                       client_plain_.size() == client_plain_offset_) ||
+    // Nothing decided yet (no head, or only part of one): nothing to finish.
+    if (state_ == State::Lingering || (state_ == State::ReadingRequest && !exchange_.active) ||
         state_ == State::ReadingProxyHead || state_ == State::ReadingClientHello ||
         state_ == State::TlsHandshake) {
       close("client closed");
@@ -499,9 +516,9 @@ void Session::onTimer() {
       }
       return;
     default:
-      // The handshake, or the wait for a request head, took too long: nothing was asked, so
-      // nothing is answered.
-      close(phase_over ? "handshake timeout" : "idle timeout");
+      // The handshake, or a request head, took too long, or the connection idled between
+      // requests: nothing was asked, so nothing is answered.
+      close(phase_over ? "handshake or request head too slow" : "idle timeout");
       return;
   }
 }

@@ -68,11 +68,14 @@ def _finish(reader, ex, close_timeout):
 
 
 def tunnel(proxy, authority, requests=(), sni=SAME, cafile=None, hello_chunks=None,
-           raw=None, pipeline=False, host_header=None, alpn=("http/1.1",), close_timeout=15):
-    """CONNECT `authority`, then either send `raw` bytes, or do TLS with `sni` and send
-    `requests` (bytes each) one after another (or all at once with `pipeline`)."""
+           raw=None, pipeline=False, host_header=None, alpn=("http/1.1",), close_timeout=15,
+           connect_headers=()):
+    """CONNECT `authority` (with extra `connect_headers`), then either send `raw` bytes, or do
+    TLS with `sni` and send `requests` (bytes each) one after another (or all at once with
+    `pipeline`)."""
     ex = Exchange()
-    sock, ex.connect, reader = connect_tunnel(proxy, authority, host_header)
+    sock, ex.connect, reader = connect_tunnel(proxy, authority, host_header,
+                                              headers=connect_headers)
     ex.client = "%s:%d" % sock.getsockname()
     if ex.connect.status != 200:
         _finish(reader, ex, close_timeout)
@@ -97,6 +100,17 @@ def tunnel(proxy, authority, requests=(), sni=SAME, cafile=None, hello_chunks=No
     _read_all(reader, list(requests), ex, pipeline)
     _finish(reader, ex, close_timeout)
     return ex
+
+
+def open_tls_tunnel(proxy, authority, cafile, sni=SAME):
+    """CONNECT `authority` and complete TLS, for a test that keeps the session open.
+    Returns (socket, TLSStream, HttpReader over it); raises unless the CONNECT got 200."""
+    sock, answer, _ = connect_tunnel(proxy, authority)
+    if answer.status != 200:
+        sock.close()
+        raise AssertionError("CONNECT %s: %d %r" % (authority, answer.status, answer.headers))
+    tls = TLSStream(sock, authority.rsplit(":", 1)[0] if sni is SAME else sni, cafile)
+    return sock, tls, HttpReader(tls)
 
 
 def forward(proxy, requests, pipeline=False, close_timeout=15):
@@ -188,6 +202,53 @@ def curl(url, *args, proxy=None, cacert=None, timeout=60, keep_body=16 << 20, st
             code, connect = (int(x) for x in line.split()[1:3])
     return CurlResult(rc, code, connect, blocks, b"".join(kept) if length <= keep_body else None,
                       length, digest.hexdigest(), err)
+
+
+class CurlDownload:
+    """curl in the background, writing the body to a file (so a test can watch it grow, e.g.
+    to signal sluice while a download is in progress). Stop it with stop(), by PID."""
+
+    def __init__(self, url, out_path, *args, proxy=None, cacert=None, timeout=120):
+        self.out_path = out_path
+        self._err = tempfile.TemporaryFile()
+        cmd = ["curl", "-sS", "--max-time", str(timeout), "-o", out_path,
+               "-w", "\nCURL-W %{http_code} %{size_download}\n"]
+        if proxy:
+            cmd += ["-x", proxy]
+        if cacert:
+            cmd += ["--cacert", cacert]
+        cmd += list(args) + [url]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=self._err, env=clean_env())
+        self.rc = self.http_code = None
+        self.stderr = ""
+
+    def size(self):
+        try:
+            return os.path.getsize(self.out_path)
+        except FileNotFoundError:
+            return 0
+
+    def wait(self, timeout):
+        """Wait for curl to exit; returns its exit code (raises subprocess.TimeoutExpired)."""
+        out, _ = self.proc.communicate(timeout=timeout)
+        self.rc = self.proc.returncode
+        for line in out.decode(errors="replace").splitlines():
+            if line.startswith("CURL-W "):
+                self.http_code = int(line.split()[1])
+        self._err.seek(0)
+        self.stderr = self._err.read().decode(errors="replace")
+        self._err.close()
+        return self.rc
+
+    def sha256(self):
+        with open(self.out_path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
 
 
 # --- pip -----------------------------------------------------------------------------------

@@ -56,6 +56,12 @@ class HttpReader:
         return data
 
     def read_response(self, method="GET"):
+        resp = self.read_head()
+        resp.body = self._body(resp, method)
+        return resp
+
+    def read_head(self):
+        """Only the response head; what came after it stays in `buf`."""
         while b"\r\n\r\n" not in self.buf:
             self._fill()
         head, self.buf = self.buf.split(b"\r\n\r\n", 1)
@@ -67,9 +73,7 @@ class HttpReader:
         for line in lines[1:]:
             name, _, value = line.decode("latin-1").partition(":")
             headers.append((name.strip(), value.strip()))
-        resp = Response(int(status), reason[0] if reason else "", headers, b"", head)
-        resp.body = self._body(resp, method)
-        return resp
+        return Response(int(status), reason[0] if reason else "", headers, b"", head)
 
     def _body(self, resp, method):
         if method == "HEAD" or resp.status in (204, 304) or resp.status < 200 or \

@@ -110,3 +110,88 @@ def read_text(path):
             return f.read()
     except FileNotFoundError:
         return ""
+
+
+# --- TCP sockets as the kernel sees them (/proc/net/tcp), without making a connection --------
+
+TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
+              "05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
+              "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING"}
+
+
+def _endpoint(hexpair):
+    addr, port = hexpair.split(":")
+    return ("%d.%d.%d.%d" % tuple(reversed(bytes.fromhex(addr))), int(port, 16))
+
+
+def tcp_sockets():
+    """Every IPv4 TCP socket of this network namespace: dicts with local, remote (each
+    (address, port)), state (a TCP_STATES name) and rx_queue (for a listener: the connections
+    waiting to be accepted)."""
+    out = []
+    for line in read_text("/proc/net/tcp").splitlines()[1:]:
+        fields = line.split()
+        if len(fields) < 5:
+            continue
+        _, rx = fields[4].split(":")
+        out.append({"local": _endpoint(fields[1]), "remote": _endpoint(fields[2]),
+                    "state": TCP_STATES.get(fields[3], fields[3]), "rx_queue": int(rx, 16)})
+    return out
+
+
+def listener(addr, port):
+    """The LISTEN socket on addr:port, or None."""
+    for s in tcp_sockets():
+        if s["local"] == (addr, port) and s["state"] == "LISTEN":
+            return s
+    return None
+
+
+def socket_state(local, remote):
+    """The state of the socket local -> remote (e.g. our client's end), or None if gone."""
+    for s in tcp_sockets():
+        if s["local"] == tuple(local) and s["remote"] == tuple(remote):
+            return s["state"]
+    return None
+
+
+def read_until_closed(sock, timeout, start=None):
+    """Read raw bytes until the peer closes. Returns (bytes, how, seconds): how is "eof",
+    "reset" or "timeout" (still open after `timeout` seconds); seconds is when that was seen,
+    counted from `start` (a time.monotonic() value; default: now)."""
+    start = time.monotonic() if start is None else start
+    data = b""
+    while True:
+        left = start + timeout - time.monotonic()
+        if left <= 0:
+            return data, "timeout", time.monotonic() - start
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(65536)
+        except (ConnectionResetError, BrokenPipeError):
+            return data, "reset", time.monotonic() - start
+        except (socket.timeout, TimeoutError):
+            return data, "timeout", time.monotonic() - start
+        if not chunk:
+            return data, "eof", time.monotonic() - start
+        data += chunk
+
+
+def _status_mask(pid, field):
+    for line in read_text("/proc/%d/status" % pid).splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1], 16)
+    return 0
+
+
+def signal_handled(pid, sig):
+    """Has the process taken charge of `sig` (a handler installed, or the signal blocked for
+    sigwait/signalfd)? Until then the default action would kill it."""
+    bit = 1 << (sig - 1)
+    return bool((_status_mask(pid, "SigCgt") | _status_mask(pid, "SigBlk")) & bit)
+
+
+def signal_pending(pid, sig):
+    """Is `sig` still pending for the process (sent, not yet delivered)?"""
+    bit = 1 << (sig - 1)
+    return bool((_status_mask(pid, "ShdPnd") | _status_mask(pid, "SigPnd")) & bit)

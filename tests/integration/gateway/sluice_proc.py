@@ -3,6 +3,7 @@
 The binary is $SLUICE_BINARY (CTest sets it to the built target, so the ASan build runs
 these tests against the ASan binary), else build/proxy/sluice of this checkout.
 """
+from dataclasses import dataclass
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import signal
 import subprocess
 
 from audit import AuditLog
+import netutil
 from netutil import DIE_WITH_US, clean_env, read_text, stop_process, wait_until
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -104,11 +106,13 @@ def bed_rules(tls_port, plain_port):
 
 
 def make_config(bed, workdir, listen_port, rules=None, mode="enforce", dns_servers=None,
-                limits=None):
+                limits=None, edit=None):
+    """The config of one sluice: sbx1 with the bed policy. `edit(config, workdir)`, if given,
+    may change it in place (more sandboxes, per-sandbox audit paths, ...)."""
     limits_cfg = {"max_header_bytes": "16KiB", "handshake_timeout": "5s",
                   "idle_timeout": "30s", "shutdown_grace": "2s"}
     limits_cfg.update(limits or {})
-    return {
+    config = {
         "version": 1,
         "dns": {"servers": dns_servers or ["%s:%d" % (bed.dns.ADDRESS, bed.dns.port)],
                 "timeout": "1s", "max_ttl": "1s"},
@@ -121,6 +125,9 @@ def make_config(bed, workdir, listen_port, rules=None, mode="enforce", dns_serve
         "policies": {"bed": {"rules": rules if rules is not None
                              else bed_rules(bed.tls_port, bed.plain_port)}},
     }
+    if edit is not None:
+        edit(config, workdir)
+    return config
 
 
 def write_config(config, path):
@@ -131,15 +138,19 @@ def write_config(config, path):
 
 # --- the process ---------------------------------------------------------------------------
 
-def _listening(addr, port):
+def listening(addr, port):
     """Is addr:port in LISTEN state? Read from /proc, so that checking readiness makes no
     connection (a probe connection would be a client with an audit record of its own)."""
-    want = "%s:%04X" % ("".join("%02X" % int(b) for b in reversed(addr.split("."))), port)
-    for line in read_text("/proc/net/tcp").splitlines()[1:]:
-        fields = line.split()
-        if len(fields) > 3 and fields[1] == want and fields[3] == "0A":
-            return True
-    return False
+    return netutil.listener(addr, port) is not None
+
+
+@dataclass
+class SandboxView:
+    name: str
+    address: tuple
+    proxy_url: str
+    ca_pem: str
+    audit: AuditLog
 
 
 class Sluice:
@@ -152,12 +163,17 @@ class Sluice:
         self.address = (host, int(port))
         self.proxy_url = "http://%s:%s" % (host, port)
         self.ca_pem = os.path.join(sandbox["ca"], "ca.pem")
+        # Every explicit-proxy listener and CA of the config, for readiness.
+        self.listeners = [(s["listen"].rsplit(":", 1)[0], int(s["listen"].rsplit(":", 1)[1]))
+                          for s in config["sandboxes"] if "listen" in s]
+        self.ca_pems = [os.path.join(s["ca"], "ca.pem") for s in config["sandboxes"]]
         self.config_path = os.path.join(workdir, "sluice.yaml")
         self.stderr_path = os.path.join(workdir, "sluice.stderr")
         self.audit = AuditLog(config["audit"]["path"], config["audit"]["hash_bodies"])
         self.proc = None
         self.ready = False
         self.exit_code = None
+        self.exit_checked = False  # a test asserted the exit status itself (signal tests)
 
     def start(self, timeout=60):
         write_config(self.config, self.config_path)
@@ -171,13 +187,27 @@ class Sluice:
             if self.proc.poll() is not None:
                 raise RuntimeError("sluice exited with %d before listening:\n%s"
                                    % (self.proc.returncode, self.stderr()))
-            return _listening(*self.address) and os.path.exists(self.ca_pem)
+            # and it handles SIGTERM (stop() sends it; before its handler exists the
+            # default action would kill it, exit -15)
+            return all(listening(*a) for a in self.listeners) and \
+                all(os.path.exists(p) for p in self.ca_pems) and \
+                netutil.signal_handled(self.proc.pid, signal.SIGTERM)
         wait_until(ready, timeout, "sluice to listen on %s:%d" % self.address)
         self.ready = True
         return self
 
     def stderr(self):
         return read_text(self.stderr_path)
+
+    def sandbox_view(self, name):
+        """Another sandbox of this process as a Gateway can use it: its listener, its CA, and
+        the audit log it writes to (its own `audit` path, else the global one)."""
+        sandbox = [s for s in self.config["sandboxes"] if s["name"] == name][0]
+        host, port = sandbox["listen"].rsplit(":", 1)
+        return SandboxView(name, (host, int(port)), "http://%s:%s" % (host, port),
+                           os.path.join(sandbox["ca"], "ca.pem"),
+                           AuditLog(sandbox.get("audit", self.config["audit"]["path"]),
+                                    self.config["audit"]["hash_bodies"]))
 
     def vm_hwm_kib(self):
         for line in read_text("/proc/%d/status" % self.proc.pid).splitlines():

@@ -172,11 +172,30 @@ def open_proxy(proxy, timeout=30):
     return sock
 
 
-def connect_tunnel(proxy, authority, host_header=None, timeout=30):
-    """Send CONNECT `authority`; return (socket, CONNECT response, reader of the socket)."""
+def connect_tunnel(proxy, authority, host_header=None, timeout=30, headers=()):
+    """Send CONNECT `authority` (with extra `headers`, [(name, value)]); return (socket,
+    CONNECT response, reader of the socket)."""
     sock = open_proxy(proxy, timeout)
     host = authority if host_header is None else host_header
-    sock.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: sluice-bed\r\n\r\n"
-                 % (authority.encode(), host.encode()))
+    extra = "".join("%s: %s\r\n" % kv for kv in headers).encode("latin-1")
+    sock.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: sluice-bed\r\n%s\r\n"
+                 % (authority.encode(), host.encode(), extra))
     reader = HttpReader(PlainStream(sock))
     return sock, reader.read_response("CONNECT"), reader
+
+
+def client_hello(sni, alpn=("http/1.1",)):
+    """The bytes of a real ClientHello for `sni` (the first flight of Python's TLS client),
+    for tests that send only part of one."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    if alpn:
+        ctx.set_alpn_protocols(list(alpn))
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(incoming, outgoing, server_hostname=sni)
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outgoing.read()

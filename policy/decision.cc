@@ -207,4 +207,15 @@ Decision decide(const Sandbox& sandbox, const RequestFacts& facts) {
   return d;
 }
 
+bool mayResolve(const Sandbox& sandbox, const CanonicalHost& name) {
+  if (name.isIpLiteral() || name.text().empty()) {
+    return false;
+  }
+  if (sandbox.mode == SandboxMode::Report) {
+    return true;
+  }
+  std::uint32_t candidates[1];
+  return sandbox.policy->index.matching(name, candidates, std::size(candidates)) > 0;
+}
+
 }  // namespace sluice::policy

@@ -79,4 +79,11 @@ struct Decision {
 //      reachable (§4.3). None left: ip_denied, in every mode.
 Decision decide(const Sandbox& sandbox, const RequestFacts& facts);
 
+// The sandbox's resolver (SPEC §5.3): whether a name may get an answer at all. True when some
+// rule's hosts match the name (whatever its ports, schemes, methods or paths: those are checked
+// when the connection comes), or for any valid name in a report-mode sandbox (whose traffic
+// must reach sluice to be recorded). Never for IP literals. The answer is always sluice's own
+// address, so a true here lets nothing out: it only lets the connection come to sluice.
+bool mayResolve(const Sandbox& sandbox, const CanonicalHost& name);
+
 }  // namespace sluice::policy

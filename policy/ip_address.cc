@@ -380,14 +380,38 @@ std::optional<Cidr> Cidr::parse(std::string_view text, ParseError* why) {
   return cidr;
 }
 
+namespace {
+
+// IPv6 prefixes that carry (or route to) an IPv4 address: mapped, compatible, NAT64 (well-known
+// and local-use), 6to4 and Teredo. Sorted so that no prefix hides a later one.
+struct Embedding {
+  std::array<std::uint8_t, 16> prefix;
+  int bits;
+};
+constexpr Embedding kEmbeddings[] = {
+    {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0}, 96},     // ::ffff:0:0/96
+    {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 96},           // ::/96
+    {{0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 96},  // 64:ff9b::/96
+    {{0, 0x64, 0xff, 0x9b, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 48},  // 64:ff9b:1::/48
+    {{0x20, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 16},     // 2002::/16
+    {{0x20, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 32},     // 2001::/32 (Teredo)
+};
+
+}  // namespace
+
 bool Cidr::contains(const IpAddress& address) const {
-  // An IPv6 block wider than ::ffff:0:0/96 ("::/0", "::/1") never covers the IPv4 space that
-  // the mapped form puts inside it: an operator who opens "all IPv6" has not opened IPv4.
-  // Writing the mapped block itself (::ffff:0:0/96 or narrower) does open it, explicitly.
-  static constexpr std::array<std::uint8_t, 16> kMappedPrefix = {0, 0, 0, 0, 0, 0, 0, 0,
-                                                                 0, 0, 0xff, 0xff, 0, 0, 0, 0};
-  if (!base_.isV4() && bits_ < 96 && samePrefix(kMappedPrefix, address.bytes(), 96)) {
-    return false;
+  // An address that carries an IPv4 address (::ffff:10.0.0.1, 64:ff9b::a9fe:a9fe,
+  // 2002:7f00:1::) is covered only by a block written inside that embedding's own prefix: an
+  // operator who opens "all IPv6" (::/0, 2000::/3) has not opened the metadata address through
+  // NAT64, nor loopback through 6to4. An IPv4 block covers the mapped form of its addresses
+  // (its 16-byte form is inside ::ffff:0:0/96), and no other.
+  for (const Embedding& e : kEmbeddings) {
+    if (samePrefix(e.prefix, address.bytes(), e.bits)) {
+      if (bits_ < e.bits || !samePrefix(e.prefix, base_.bytes(), e.bits)) {
+        return false;
+      }
+      break;
+    }
   }
   return samePrefix(base_.bytes(), address.bytes(), bits_);
 }

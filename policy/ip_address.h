@@ -62,8 +62,9 @@ class Cidr {
 
   static std::optional<Cidr> parse(std::string_view text, ParseError* why = nullptr);
 
-  // Compares the 16-byte forms: 127.0.0.0/8 contains 127.0.0.1 and ::ffff:127.0.0.1. An IPv6
-  // block wider than /96 ("::/0") contains no IPv4 address, mapped or not.
+  // Compares the 16-byte forms: 127.0.0.0/8 contains 127.0.0.1 and ::ffff:127.0.0.1. An address
+  // that carries IPv4 (mapped, compatible, NAT64, 6to4, Teredo) is contained only by a block
+  // written inside that embedding's prefix: ::/0 and 2000::/3 contain none of them.
   bool contains(const IpAddress& address) const;
   const IpAddress& base() const { return base_; }
   // Prefix length as written: 0-32 for IPv4, 0-128 for IPv6.

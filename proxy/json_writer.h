@@ -30,7 +30,9 @@ class JsonWriter {
   JsonWriter& null();
 
   // Shorthands for "key": value.
-  JsonWriter& field(std::string_view name, std::string_view value) { return key(name).string(value); }
+  JsonWriter& field(std::string_view name, std::string_view value) {
+    return key(name).string(value);
+  }
   JsonWriter& field(std::string_view name, std::int64_t value) { return key(name).number(value); }
   JsonWriter& fieldBool(std::string_view name, bool value) { return key(name).boolean(value); }
   JsonWriter& fieldNull(std::string_view name) { return key(name).null(); }

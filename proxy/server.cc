@@ -106,9 +106,10 @@ Result<std::unique_ptr<Server>, std::string> Server::create(
     std::shared_ptr<const policy::Config> config, unsigned workers,
     std::vector<std::string>* notices) {
   for (const policy::Sandbox& sandbox : config->sandboxes) {
-    if (sandbox.transparent || sandbox.dns_listen) {
-      return Err{"sandbox '" + sandbox.name +
-                 "': transparent and dns_listen listeners are not served by this build yet"};
+    if (sandbox.dns_listen && sandbox.dns_listen->isWildcard()) {
+      // Its address is the answer the sandbox gets for every allowed name.
+      return Err{"sandbox '" + sandbox.name + "': dns_listen " + sandbox.dns_listen->toString() +
+                 " must be the sandbox-facing address, not a wildcard"};
     }
   }
   if (config->admin.listen) {
@@ -126,14 +127,20 @@ Result<std::unique_ptr<Server>, std::string> Server::create(
   server->state_ = std::move(state).value();
 
   for (auto& runtime : server->state_->sandboxes) {
-    if (!runtime->sandbox->listen) {
-      continue;
+    const policy::Sandbox& sandbox = *runtime->sandbox;
+    for (bool transparent : {false, true}) {
+      const auto& endpoint = transparent ? sandbox.transparent : sandbox.listen;
+      if (!endpoint) {
+        continue;
+      }
+      auto socket = io::BoundSocket::bind(*endpoint, 1024);
+      if (!socket) {
+        return Err{"sandbox '" + sandbox.name + (transparent ? "' transparent " : "' listen ") +
+                   socket.error()};
+      }
+      server->sockets_.push_back(
+          ListenSocket{std::move(socket).value(), runtime.get(), transparent});
     }
-    auto socket = io::BoundSocket::bind(*runtime->sandbox->listen, 1024);
-    if (!socket) {
-      return Err{"sandbox '" + runtime->sandbox->name + "' listen " + socket.error()};
-    }
-    server->sockets_.push_back(ListenSocket{std::move(socket).value(), runtime.get()});
   }
   for (unsigned i = 0; i < std::max(1u, workers); ++i) {
     server->workers_.push_back(

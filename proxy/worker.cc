@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "policy/decision.h"
 #include "proxy/dns/resolver.h"
+#include "proxy/dns/sandbox_resolver.h"
 #include "proxy/session/session.h"
 #include "proxy/session/upstream_pool.h"
 #include "proxy/session/worker_context.h"
@@ -15,6 +17,41 @@ namespace {
 // downloads from one mirror, few enough that a sandbox cannot hoard sockets.
 constexpr std::size_t kPooledPerKey = 16;
 constexpr std::chrono::milliseconds kPooledIdleLimit{30000};
+
+// How long the sandbox may cache an answer of its resolver. The answer is sluice's own address,
+// never a real one, so a stale answer can only send a connection to sluice, which decides anew.
+constexpr std::uint32_t kSandboxAnswerTtl = 60;
+constexpr std::uint16_t kTypeA = 1;
+constexpr std::uint16_t kTypeAaaa = 28;
+
+// The sandbox's resolver (SPEC §5.3): allowed names get the sandbox-facing gateway address of
+// the asked family (dns_listen's, else the transparent listener's), other types of allowed
+// names an empty answer, every other name NXDOMAIN. Nothing is ever forwarded.
+dns::SandboxAnswer answerFor(const SandboxRuntime& runtime, std::string_view qname,
+                             std::uint16_t qtype) {
+  dns::SandboxAnswer answer;  // NXDOMAIN
+  const policy::Sandbox& sandbox = *runtime.sandbox;
+  auto name = policy::canonicalizeHost(qname);
+  if (!name || !policy::mayResolve(sandbox, *name)) {
+    SPDLOG_DEBUG("sandbox {} resolver: NXDOMAIN for a name its policy does not allow",
+                 sandbox.name);
+    return answer;
+  }
+  answer.kind = dns::SandboxAnswer::Kind::NoData;
+  answer.ttl = kSandboxAnswerTtl;
+  if (qtype != kTypeA && qtype != kTypeAaaa) {
+    return answer;
+  }
+  bool want_v4 = qtype == kTypeA;
+  for (const auto& own : {sandbox.dns_listen, sandbox.transparent}) {
+    if (own && !own->isWildcard() && own->ip.isV4() == want_v4) {
+      answer.kind = dns::SandboxAnswer::Kind::Addresses;
+      answer.addresses.push_back(own->ip);
+      break;
+    }
+  }
+  return answer;
+}
 
 }  // namespace
 
@@ -44,8 +81,11 @@ Result<Ok, std::string> Worker::start() {
 
   for (const ListenSocket& socket : sockets_) {
     SandboxRuntime* sandbox = socket.sandbox;
+    bool transparent = socket.transparent;
     auto listener = std::make_unique<io::TcpListener>(
-        &loop_, [this, sandbox](uv_stream_t* server) { accept(*sandbox, server); });
+        &loop_, [this, sandbox, transparent](uv_stream_t* server) {
+          accept(*sandbox, transparent, server);
+        });
     auto started = listener->start(socket.socket);
     listeners_.push_back(std::move(listener));
     if (!started) {
@@ -54,6 +94,25 @@ Result<Ok, std::string> Worker::start() {
       uv_run(&loop_, UV_RUN_DEFAULT);
       uv_loop_close(&loop_);
       return Err{started.error()};
+    }
+  }
+  if (index_ == 0) {
+    for (const auto& runtime : state_.sandboxes) {
+      if (!runtime->sandbox->dns_listen) {
+        continue;
+      }
+      const SandboxRuntime* r = runtime.get();
+      auto resolver = std::make_unique<dns::SandboxResolver>(
+          &loop_, *r->sandbox->dns_listen,
+          [r](std::string_view qname, std::uint16_t qtype) { return answerFor(*r, qname, qtype); });
+      auto started = resolver->start();
+      sandbox_resolvers_.push_back(std::move(resolver));
+      if (!started) {
+        closeAll();
+        uv_run(&loop_, UV_RUN_DEFAULT);
+        uv_loop_close(&loop_);
+        return Err{"sandbox '" + r->sandbox->name + "' dns_listen " + started.error()};
+      }
     }
   }
   thread_ = std::thread([this] { run(); });
@@ -110,12 +169,14 @@ void Worker::handleCommands() {
   }
 }
 
-void Worker::accept(SandboxRuntime& sandbox, uv_stream_t* server) {
+void Worker::accept(SandboxRuntime& sandbox, bool transparent, uv_stream_t* server) {
   if (draining_) {
     return;
   }
   std::uint64_t id = state_.next_connection_id.fetch_add(1);
-  auto owned = std::make_unique<session::Session>(*context_, sandbox, id);
+  auto owned = std::make_unique<session::Session>(
+      *context_, sandbox, id,
+      transparent ? session::Session::Listener::Transparent : session::Session::Listener::Explicit);
   session::Session* s = owned.get();
   sessions_.emplace(s, std::move(owned));
   session_count_.store(sessions_.size());
@@ -160,6 +221,9 @@ void Worker::closeAll() {
   }
   pool_->close(nullptr);
   resolver_->close(nullptr);
+  for (auto& r : sandbox_resolvers_) {
+    r->close(nullptr);
+  }
   uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
 }
 

@@ -24,17 +24,19 @@ namespace sluice::proxy {
 
 namespace dns {
 class Resolver;
-}
+class SandboxResolver;
+}  // namespace dns
 namespace session {
 class Session;
 class UpstreamPool;
 struct WorkerContext;
 }  // namespace session
 
-// A bound socket and the sandbox whose listener it is.
+// A bound socket, the sandbox whose listener it is, and which kind of listener.
 struct ListenSocket {
   io::BoundSocket socket;
   SandboxRuntime* sandbox = nullptr;
+  bool transparent = false;
 };
 
 class Worker {
@@ -55,7 +57,7 @@ class Worker {
   static void onAsync(uv_async_t* async) noexcept;
   void run();
   void handleCommands();
-  void accept(SandboxRuntime& sandbox, uv_stream_t* server);
+  void accept(SandboxRuntime& sandbox, bool transparent, uv_stream_t* server);
   void sessionFinished(session::Session* session);
   void closeListeners();
   void closeAll();
@@ -72,6 +74,8 @@ class Worker {
   bool closed_all_ = false;
   std::vector<std::unique_ptr<io::TcpListener>> listeners_;
   std::unique_ptr<dns::Resolver> resolver_;
+  // The sandboxes' resolvers (dns_listen), all on worker 0: one UDP socket has one owner.
+  std::vector<std::unique_ptr<dns::SandboxResolver>> sandbox_resolvers_;
   std::unique_ptr<session::UpstreamPool> pool_;
   std::unique_ptr<session::WorkerContext> context_;
   std::unordered_map<session::Session*, std::unique_ptr<session::Session>> sessions_;

@@ -70,6 +70,16 @@ int runCommand(std::span<const std::string_view> args, Streams streams) {
     std::fprintf(streams.err, "sluice: %s\n", notice.c_str());
   }
   for (const policy::Sandbox& sandbox : config.value()->sandboxes) {
+    if (sandbox.transparent) {
+      std::fprintf(streams.err,
+                   "sluice: sandbox '%s': transparent listener on %s (redirect the sandbox's TCP "
+                   "80/443 here; examples/sandbox-netns.sh)\n",
+                   sandbox.name.c_str(), sandbox.transparent->toString().c_str());
+    }
+    if (sandbox.dns_listen) {
+      std::fprintf(streams.err, "sluice: sandbox '%s': the sandbox's resolver on %s\n",
+                   sandbox.name.c_str(), sandbox.dns_listen->toString().c_str());
+    }
     if (sandbox.listen) {
       std::string proxy_url = "http://" + sandbox.listen->toString();
       std::fprintf(streams.err,

@@ -66,6 +66,10 @@ ParseEvent RequestParser::feed(std::span<const char> data, RequestBodySink& sink
   return errorEvent(step.consumed);
 }
 
+RequestParser::PartialHead RequestParser::partialHead() const {
+  return {core_.method(), core_.target(), head_.headers.find("host").value_or("")};
+}
+
 const char* RequestParser::completeHead() {
   RequestHead& h = head_;
   h.method = core_.method();

@@ -93,6 +93,16 @@ class RequestParser {
   ParseEvent feed(std::span<const char> data, RequestBodySink& sink);
   const RequestHead& head() const { return head_; }
 
+  // What a head showed before it was refused (Error), for the audit record: the method and
+  // target as far as they were read, and the first complete Host value (empty when not seen).
+  // Views valid until the next feed() or reset().
+  struct PartialHead {
+    std::string_view method;
+    std::string_view target;
+    std::string_view host;
+  };
+  PartialHead partialHead() const;
+
   // Back to the start state, for a new byte stream (e.g. the requests inside a CONNECT tunnel
   // once TLS is terminated). Keeps the storage.
   void reset();

@@ -13,6 +13,13 @@ namespace sluice::proxy::io {
 
 // Returns the length of the sockaddr written into `out`.
 socklen_t toSockaddr(const policy::Endpoint& endpoint, sockaddr_storage* out);
+// An IPv4-mapped IPv6 address (a dual-stack socket's IPv4 peer) comes back as IPv4.
 std::optional<policy::Endpoint> fromSockaddr(const sockaddr* address);
+
+// Where a connection redirected by nftables/iptables (REDIRECT or DNAT) was going: the
+// conntrack entry's original destination (SO_ORIGINAL_DST, or its IPv6 form). Only readable in
+// the network namespace that did the NAT; nullopt for a connection that was not redirected.
+// sluice logs it and may compare it with its own answers, and never connects to it.
+std::optional<policy::Endpoint> originalDestination(int fd);
 
 }  // namespace sluice::proxy::io

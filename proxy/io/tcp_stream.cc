@@ -1,8 +1,8 @@
 #include "proxy/io/tcp_stream.h"
 
-#include <cassert>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <cassert>
 
 #include "proxy/io/socket_address.h"
 
@@ -97,7 +97,8 @@ void TcpStream::onReadCb(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf
     return;
   }
   if (nread > 0) {
-    self->handler_->onRead(*self, std::span<const char>(buf->base, static_cast<std::size_t>(nread)));
+    self->handler_->onRead(*self,
+                           std::span<const char>(buf->base, static_cast<std::size_t>(nread)));
     return;
   }
   if (nread == 0) {
@@ -141,8 +142,8 @@ void TcpStream::flush() {
   }
   inflight_.swap(pending_);
   uv_buf_t buf = uv_buf_init(inflight_.data(), static_cast<unsigned>(inflight_.size()));
-  int rc = uv_write(&write_req_, reinterpret_cast<uv_stream_t*>(&tcp_), &buf, 1,
-                    &TcpStream::onWriteCb);
+  int rc =
+      uv_write(&write_req_, reinterpret_cast<uv_stream_t*>(&tcp_), &buf, 1, &TcpStream::onWriteCb);
   if (rc != 0) {
     // Only for a handle libuv already considers dead; the owner's deadline timer closes the
     // connection, so drop the bytes rather than report from inside write().
@@ -204,8 +205,7 @@ void TcpStream::reset() {
   stopReading();
   State before = state_;
   state_ = State::Closing;
-  if (before == State::Open &&
-      uv_tcp_close_reset(&tcp_, &TcpStream::onCloseCb) == 0) {
+  if (before == State::Open && uv_tcp_close_reset(&tcp_, &TcpStream::onCloseCb) == 0) {
     return;
   }
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &TcpStream::onCloseCb);
@@ -235,6 +235,14 @@ policy::Endpoint TcpStream::peer() const {
     return {};
   }
   return fromSockaddr(reinterpret_cast<const sockaddr*>(&address)).value_or(policy::Endpoint{});
+}
+
+std::optional<policy::Endpoint> TcpStream::originalDestination() const {
+  uv_os_fd_t fd;
+  if (uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) != 0) {
+    return std::nullopt;
+  }
+  return io::originalDestination(fd);
 }
 
 policy::Endpoint TcpStream::local() const {

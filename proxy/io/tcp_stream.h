@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -83,6 +84,8 @@ class TcpStream {
   // The peer's and our own address, as the kernel reports them (zero on failure).
   policy::Endpoint peer() const;
   policy::Endpoint local() const;
+  // The original destination of a redirected connection (socket_address.h).
+  std::optional<policy::Endpoint> originalDestination() const;
   uv_tcp_t* handle() { return &tcp_; }
 
  private:

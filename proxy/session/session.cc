@@ -19,11 +19,12 @@ namespace {
 // with unread input makes the kernel send RST, which can destroy the answer in flight.
 constexpr std::uint64_t kLingerMs = 2000;
 
-
 }  // namespace
 
 std::string_view Session::toString(State s) {
   switch (s) {
+    case State::Sniffing:
+      return "Sniffing";
     case State::ReadingProxyHead:
       return "ReadingProxyHead";
     case State::ReadingClientHello:
@@ -48,7 +49,8 @@ std::string_view Session::toString(State s) {
   return "?";
 }
 
-Session::Session(WorkerContext& context, SandboxRuntime& sandbox, std::uint64_t id)
+Session::Session(WorkerContext& context, SandboxRuntime& sandbox, std::uint64_t id,
+                 Listener listener)
     : ctx_(context),
       sandbox_(sandbox),
       id_(id),
@@ -57,13 +59,15 @@ Session::Session(WorkerContext& context, SandboxRuntime& sandbox, std::uint64_t 
       request_parser_(context.state->config->limits.max_header_bytes),
       response_parser_(context.state->config->limits.max_header_bytes) {
   open_handles_ = 2;  // client_ and timer_ exist (initialised) from here on
+  if (listener == Listener::Transparent) {
+    mode_ = audit::Mode::Transparent;
+    state_ = State::Sniffing;
+  }
   started_ms_ = last_activity_ms_ = uv_now(ctx_.loop);
   ctx_.state->open_connections.fetch_add(1, std::memory_order_relaxed);
 }
 
-Session::~Session() {
-  ctx_.state->open_connections.fetch_sub(1, std::memory_order_relaxed);
-}
+Session::~Session() { ctx_.state->open_connections.fetch_sub(1, std::memory_order_relaxed); }
 
 bool Session::start(uv_stream_t* server) {
   if (client_.accept(server) != 0) {
@@ -71,6 +75,9 @@ bool Session::start(uv_stream_t* server) {
     return false;
   }
   client_address_ = client_.peer();
+  if (mode_ == audit::Mode::Transparent) {
+    orig_dst_ = client_.originalDestination();
+  }
   phase_deadline_ms_ = started_ms_ + static_cast<std::uint64_t>(
                                          ctx_.state->config->limits.handshake_timeout.count());
   SPDLOG_DEBUG("[C{}] accepted from {} for sandbox {}", id_, client_address_.toString(),
@@ -108,6 +115,7 @@ void Session::updateReading() {
   bool upstream_backlogged = upstream_ && upstream_->stream.overHighWatermark();
   bool want_client = false;
   switch (state_) {
+    case State::Sniffing:
     case State::ReadingProxyHead:
     case State::ReadingClientHello:
     case State::TlsHandshake:
@@ -152,6 +160,9 @@ void Session::onRead(io::TcpStream& stream, std::span<const char> data) {
 
 void Session::onClientBytes(std::span<const char> data) {
   switch (state_) {
+    case State::Sniffing:
+      onFirstBytes(data);
+      return;
     case State::ReadingProxyHead:
     case State::ReadingRequest:
     case State::Exchanging:
@@ -228,9 +239,7 @@ void Session::processClientPlaintext() {
     if (event.kind == http::EventKind::Error) {
       SPDLOG_DEBUG("[C{}] bad request: {}", id_, event.detail);
       if (!exchange_.active) {
-        // No head was decided: the record describes the connection, not a previous request.
-        exchange_.reset(uv_now(ctx_.loop), false);
-        exchange_.url = mode_ == audit::Mode::Connect ? "https://" + connect_authority_ : "";
+        describeRefusedHead();
       }
       deny(event.error == http::ParseError::HeaderTooLarge ? policy::Reason::HeaderTooLarge
                                                            : policy::Reason::BadRequest,
@@ -266,6 +275,35 @@ void Session::processClientPlaintext() {
   }
 }
 
+// The audit record of a head the parser refused says what had been received: the method, the
+// target and the Host as far as they were read (SPEC §6: "as received"), and for the first head
+// on the explicit listener, which mode it was asking for.
+void Session::describeRefusedHead() {
+  http::RequestParser::PartialHead seen = request_parser_.partialHead();
+  exchange_.reset(uv_now(ctx_.loop), false);
+  if (!seen.method.empty()) {
+    exchange_.method.assign(seen.method);
+  }
+  if (!seen.host.empty()) {
+    exchange_.host_header.emplace(seen.host);
+  }
+  bool origin_form = seen.target.starts_with('/');
+  if (tunnel_) {
+    exchange_.url = "https://" + connect_authority_ + (origin_form ? std::string(seen.target) : "");
+  } else if (state_ == State::ReadingProxyHead || mode_ == audit::Mode::Forward) {
+    if (seen.method == "CONNECT") {
+      mode_ = audit::Mode::Connect;
+      exchange_.url = "https://" + std::string(seen.target);
+    } else if (seen.target.find("://") != std::string_view::npos) {
+      mode_ = audit::Mode::Forward;
+      exchange_.url.assign(seen.target);
+    }
+  } else if (mode_ == audit::Mode::Transparent) {
+    exchange_.url =
+        "http://" + std::string(seen.host) + (origin_form ? std::string(seen.target) : "");
+  }
+}
+
 // The first head on the explicit listener, when it is not CONNECT: plain-HTTP forwarding of an
 // absolute-form request (SPEC §5.1). Each request on this connection names its own host.
 void Session::onProxyHead() {
@@ -290,8 +328,8 @@ void Session::deny(policy::Reason reason, std::string_view detail) {
   if (state_ == State::Closing) {
     return;
   }
-  writeAudit(policy::Verdict::Deny, reason, exchange_.response_head_sent ? exchange_.status
-                                                                          : info.http_status);
+  writeAudit(policy::Verdict::Deny, reason,
+             exchange_.response_head_sent ? exchange_.status : info.http_status);
   exchange_.active = false;
   if (upstream_) {
     releaseUpstream(false);
@@ -310,6 +348,7 @@ void Session::writeAudit(policy::Verdict verdict, policy::Reason reason, int sta
   r.conn = id_;
   r.client = client_address_;
   r.mode = mode_;
+  r.orig_dst = orig_dst_;
   if (sni_state_ == policy::SniState::Present) {
     r.sni = sni_;
   }
@@ -407,8 +446,8 @@ void Session::onEof(io::TcpStream& stream) {
   if (&stream == &client_) {
     // Nothing decided yet (no head, or only part of one): nothing to finish.
     if (state_ == State::Lingering || (state_ == State::ReadingRequest && !exchange_.active) ||
-        state_ == State::ReadingProxyHead || state_ == State::ReadingClientHello ||
-        state_ == State::TlsHandshake) {
+        state_ == State::Sniffing || state_ == State::ReadingProxyHead ||
+        state_ == State::ReadingClientHello || state_ == State::TlsHandshake) {
       close("client closed");
       return;
     }
@@ -488,8 +527,8 @@ void Session::onTimer() {
   std::uint64_t now = uv_now(ctx_.loop);
   const auto& limits = ctx_.state->config->limits;
   bool phase_over = phase_deadline_ms_ != 0 && now >= phase_deadline_ms_;
-  bool idle_over = now >= last_activity_ms_ + static_cast<std::uint64_t>(
-                                                  limits.idle_timeout.count());
+  bool idle_over =
+      now >= last_activity_ms_ + static_cast<std::uint64_t>(limits.idle_timeout.count());
   if (!phase_over && !idle_over) {
     armTimer();  // activity moved the idle deadline on
     return;

@@ -3,9 +3,9 @@
 // the connection state machine of SPEC §5.1. Every check is decide() (policy/decision.h) on the
 // facts known so far; this class gathers the facts and acts on the answers.
 //
-//   accept
-//     │
-//     v
+//   accept (explicit)                        accept (transparent): Sniffing
+//     │                                        0x16: ReadingClientHello, H = SNI (below)
+//     v                                        else: ReadingRequest, H = Host (below)
 //   ReadingProxyHead ──CONNECT H:port──decide──deny──> 403 ─────────────────────────> Lingering
 //     │ absolute-form http://H/ (forward mode)   │ allow: "200 Connection established"
 //     │                                          v
@@ -66,7 +66,13 @@ class Session : private io::TcpStream::Handler,
                 private http::RequestBodySink,
                 private http::ResponseBodySink {
  public:
+  // Explicit: the sandbox asks (CONNECT, absolute-form). Transparent: nftables redirected a
+  // connection the sandbox made to somewhere else (SPEC §5.2); TLS or HTTP is told from its
+  // first byte, and H is the SNI or the Host.
+  enum class Listener : std::uint8_t { Explicit, Transparent };
+
   enum class State : std::uint8_t {
+    Sniffing,
     ReadingProxyHead,
     ReadingClientHello,
     TlsHandshake,
@@ -80,7 +86,7 @@ class Session : private io::TcpStream::Handler,
   };
   static std::string_view toString(State s);
 
-  Session(WorkerContext& context, SandboxRuntime& sandbox, std::uint64_t id);
+  Session(WorkerContext& context, SandboxRuntime& sandbox, std::uint64_t id, Listener listener);
   ~Session() override;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -110,7 +116,11 @@ class Session : private io::TcpStream::Handler,
 
   // Client side (session.cc, session_tls.cc).
   void onClientBytes(std::span<const char> data);
+  void onFirstBytes(std::span<const char> data);
+  bool originalDestinationMatches() const;
+  bool takePooled(const UpstreamKey& key);
   void processClientPlaintext();
+  void describeRefusedHead();
   void onProxyHead();
   void onConnectHead();
   void processClientHello();
@@ -159,6 +169,8 @@ class Session : private io::TcpStream::Handler,
   std::uint64_t id_;
   State state_ = State::ReadingProxyHead;
   audit::Mode mode_ = audit::Mode::Connect;
+  bool tunnel_ = false;  // TLS terminated, H fixed for the connection (CONNECT or transparent)
+  std::optional<policy::Endpoint> orig_dst_;  // transparent: where the sandbox was going
   std::uint64_t started_ms_ = 0;
   std::uint64_t last_activity_ms_ = 0;
   std::uint64_t phase_deadline_ms_ = 0;  // handshake, connect or linger deadline; 0: none

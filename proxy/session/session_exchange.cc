@@ -16,6 +16,10 @@ namespace {
 constexpr std::size_t kPlainChunk = 16 * 1024;
 thread_local char t_upstream_plain[kPlainChunk];
 
+// The path part of the url in an audit record: the origin-form target, or nothing for
+// "OPTIONS *", whose target URI is the authority alone (RFC 9110 §7.1).
+std::string_view urlPath(std::string_view target) { return target == "*" ? "" : target; }
+
 std::uint16_t defaultPort(policy::Scheme scheme) {
   return scheme == policy::Scheme::Https ? 443 : 80;
 }
@@ -85,7 +89,7 @@ policy::Decision Session::decideRequest(std::span<const policy::IpAddress> addre
   facts.target_host = exchange_.target_host;
   facts.port = exchange_.port;
   facts.scheme = exchange_.scheme;
-  if (mode_ == audit::Mode::Connect) {
+  if (tunnel_) {
     facts.sni_state = sni_state_;
     facts.sni = sni_;
   }
@@ -107,17 +111,38 @@ void Session::onRequestHead() {
   }
   exchange_.origin_target.assign(head.absolute_form ? head.origin_target : head.target);
 
-  if (mode_ == audit::Mode::Connect) {
+  if (tunnel_) {
     exchange_.scheme = policy::Scheme::Https;
     exchange_.target_host = connect_host_;
     exchange_.port = connect_port_;
-    exchange_.url = "https://" + connect_authority_ + exchange_.origin_target;
+    exchange_.url = "https://" + connect_authority_ + std::string(urlPath(exchange_.origin_target));
     // Inside the tunnel an absolute-form target may only name the tunnel's own https origin
     // (BYPASSES S5); decide() checks its authority against H like the Host header.
     if (head.absolute_form && !http::ascii::iequals(head.uri_scheme, "https")) {
       deny(policy::Reason::BadRequest, "absolute-form target of another scheme inside TLS");
       return;
     }
+  } else if (mode_ == audit::Mode::Transparent) {
+    // Transparent plain HTTP: H is the Host, the port the one the sandbox dialled. The address
+    // it dialled is never used (BYPASSES S4): sluice resolves the Host itself.
+    exchange_.scheme = policy::Scheme::Http;
+    exchange_.port = orig_dst_ ? orig_dst_->port : 80;
+    exchange_.url =
+        "http://" + std::string(head.host) + std::string(urlPath(exchange_.origin_target));
+    if (head.host_count == 0) {
+      deny(policy::Reason::HostMissing, "the request has no Host header");
+      return;
+    }
+    if (head.host_count > 1) {
+      deny(policy::Reason::HostDuplicate, "the request has more than one Host header");
+      return;
+    }
+    if (head.absolute_form && !http::ascii::iequals(head.uri_scheme, "http")) {
+      deny(policy::Reason::BadRequest, "absolute-form target of another scheme");
+      return;
+    }
+    auto authority = policy::parseAuthority(head.host, policy::PortRule::Optional);
+    exchange_.target_host.assign(authority ? authority->host : head.host);
   } else {
     exchange_.url.assign(head.target);
     if (!head.absolute_form) {
@@ -151,7 +176,7 @@ void Session::onRequestHead() {
     if (exchange_.port != defaultPort(exchange_.scheme)) {
       exchange_.url += ':' + std::to_string(exchange_.port);
     }
-    exchange_.url += exchange_.origin_target;
+    exchange_.url += urlPath(exchange_.origin_target);
   }
   if (!d.forwards()) {
     deny(d.reason, explainDenial(d.reason, sandbox_.sandbox->name,

@@ -31,8 +31,13 @@ void Session::onConnectHead() {
   exchange_.method = "CONNECT";
   exchange_.url = "https://" + connect_authority_;
   exchange_.scheme = policy::Scheme::Https;
+  if (head.host_count == 1) {
+    exchange_.host_header.emplace(head.host);
+  }
   if (state_ != State::ReadingProxyHead) {
-    deny(policy::Reason::BadRequest, "CONNECT inside a tunnel");
+    deny(policy::Reason::BadRequest, mode_ == audit::Mode::Transparent
+                                         ? "CONNECT on a redirected connection"
+                                         : "CONNECT inside a tunnel");
     return;
   }
   auto authority = policy::parseAuthority(connect_authority_, policy::PortRule::Required);
@@ -62,6 +67,7 @@ void Session::onConnectHead() {
   exchange_.active = false;  // the tunnel is not a request; each request inside it will be
   // The tunnel is open; what follows must be a ClientHello naming H.
   mode_ = audit::Mode::Connect;
+  tunnel_ = true;
   hello_.assign(client_plain_.data() + client_plain_offset_,
                 client_plain_.size() - client_plain_offset_);
   client_plain_.clear();
@@ -71,6 +77,20 @@ void Session::onConnectHead() {
   if (!hello_.empty()) {
     processClientHello();
   }
+}
+
+// Transparent: the first byte tells TLS (a handshake record, 0x16) from anything else, which is
+// read as HTTP/1.1 with H from its Host (SPEC §5.2).
+void Session::onFirstBytes(std::span<const char> data) {
+  if (static_cast<unsigned char>(data.front()) == 0x16) {
+    transition(State::ReadingClientHello);
+    hello_.append(data.data(), data.size());
+    processClientHello();
+    return;
+  }
+  transition(State::ReadingRequest);
+  client_plain_.append(data.data(), data.size());
+  processClientPlaintext();
 }
 
 void Session::processClientHello() {
@@ -92,6 +112,26 @@ void Session::processClientHello() {
       return;
     case tls::HelloStatus::Done:
       break;
+  }
+  if (mode_ == audit::Mode::Transparent) {
+    // Transparent TLS: H is the SNI, the port is the one the sandbox dialled (SPEC §5.2).
+    tunnel_ = true;
+    connect_port_ = orig_dst_ ? orig_dst_->port : 443;
+    connect_host_.assign(hello.info.sni_state == tls::SniState::Present ? hello.info.sni()
+                                                                       : std::string_view{});
+    connect_authority_ = connect_host_ + ":" + std::to_string(connect_port_);
+    exchange_.reset(uv_now(ctx_.loop), false);
+    exchange_.url = "https://" + connect_authority_;
+    exchange_.scheme = policy::Scheme::Https;
+    exchange_.active = false;  // a record is written only if the connection is refused here
+    if (hello.info.sni_state == tls::SniState::Absent) {
+      refuseTunnel(policy::Reason::SniMissing, kAlertUnrecognizedName, "no SNI");
+      return;
+    }
+    if (hello.info.sni_state == tls::SniState::Malformed) {
+      refuseTunnel(policy::Reason::BadHost, kAlertUnrecognizedName, "malformed SNI");
+      return;
+    }
   }
   policy::RequestFacts facts;
   facts.target_host = connect_host_;
@@ -115,6 +155,7 @@ void Session::processClientHello() {
   }
   sni_state_ = facts.sni_state;
   policy::Decision d = policy::decide(*sandbox_.sandbox, facts);
+  exchange_.rule = d.rule != nullptr ? d.rule->name : std::string();
   if (!d.forwards()) {
     refuseTunnel(d.reason, kAlertUnrecognizedName, sni_);
     return;

@@ -12,22 +12,56 @@ namespace sluice::proxy::session {
 // ---------------------------------------------------------------------------------------------
 // Getting an upstream connection: the pool, or DNS and connect.
 
+// An idle pooled connection for `key`, if one passes this request's own checks: it was opened
+// for an earlier request, perhaps under another rule with other `ips` (or under none, in
+// report mode).
+bool Session::takePooled(const UpstreamKey& key) {
+  auto pooled = ctx_.pool->take(key, static_cast<io::TcpStream::Handler*>(this));
+  if (!pooled) {
+    return false;
+  }
+  policy::IpAddress address = pooled->address.ip;
+  policy::Decision d = decideRequest(std::span<const policy::IpAddress>(&address, 1), true);
+  if (!d.forwards() || (d.usable_addresses & 1u) == 0) {
+    ctx_.pool->put(std::move(pooled));  // still good for the requests it was checked for
+    return false;
+  }
+  upstream_ = std::move(pooled);
+  exchange_.from_pool = true;
+  exchange_.upstream = upstream_->address;
+  startExchange();
+  return true;
+}
+
+// original_dst: require_match (SPEC §5.2): the address the sandbox dialled must be one of
+// sluice's own answers for H, or the address sluice's resolver gave the sandbox for every name.
+bool Session::originalDestinationMatches() const {
+  if (!orig_dst_) {
+    return false;
+  }
+  const policy::Sandbox& sandbox = *sandbox_.sandbox;
+  for (const auto& own : {sandbox.dns_listen, sandbox.transparent}) {
+    if (own && own->ip == orig_dst_->ip) {
+      return true;
+    }
+  }
+  if (exchange_.answer) {
+    for (const policy::IpAddress& address : exchange_.answer->addresses) {
+      if (address.bytes() == orig_dst_->ip.bytes()) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 void Session::acquireUpstream(const policy::Decision& decision) {
   UpstreamKey key{&sandbox_, exchange_.host, exchange_.port,
                   exchange_.scheme == policy::Scheme::Https};
-  if (auto pooled = ctx_.pool->take(key, static_cast<io::TcpStream::Handler*>(this))) {
-    // The connection was opened for an earlier request, perhaps under another rule with other
-    // `ips` (or under none, in report mode). Its address must pass this request's checks too.
-    policy::IpAddress address = pooled->address.ip;
-    policy::Decision d = decideRequest(std::span<const policy::IpAddress>(&address, 1), true);
-    if (d.forwards() && (d.usable_addresses & 1u) != 0) {
-      upstream_ = std::move(pooled);
-      exchange_.from_pool = true;
-      exchange_.upstream = upstream_->address;
-      startExchange();
-      return;
-    }
-    ctx_.pool->put(std::move(pooled));  // still good for the requests it was checked for
+  bool must_match = mode_ == audit::Mode::Transparent &&
+                    sandbox_.sandbox->original_dst == policy::OriginalDst::RequireMatch;
+  if (!must_match && takePooled(key)) {
+    return;
   }
   transition(State::Resolving);
   if (decision.host.isIpLiteral()) {
@@ -35,6 +69,13 @@ void Session::acquireUpstream(const policy::Decision& decision) {
     auto answer = std::make_shared<dns::Answer>();
     answer->addresses.push_back(decision.host.address());
     exchange_.answer = std::move(answer);
+    if (mode_ == audit::Mode::Transparent &&
+        sandbox_.sandbox->original_dst == policy::OriginalDst::RequireMatch &&
+        !originalDestinationMatches()) {
+      deny(policy::Reason::DnsMismatch, "the sandbox dialled another address than " +
+                                            exchange_.host);
+      return;
+    }
     exchange_.usable.push_back(decision.host.address());
     connectNext();
     return;
@@ -67,6 +108,20 @@ void Session::onResolved(dns::LookupResult result) {
     deny(d.reason, explainDenial(d.reason, sandbox_.sandbox->name, exchange_.host,
                                  exchange_.method, exchange_.origin_target));
     return;
+  }
+  if (mode_ == audit::Mode::Transparent &&
+      sandbox_.sandbox->original_dst == policy::OriginalDst::RequireMatch) {
+    if (!originalDestinationMatches()) {
+      deny(policy::Reason::DnsMismatch,
+           "the sandbox dialled " + (orig_dst_ ? orig_dst_->ip.toString() : std::string("?")) +
+               ", which is not an address of " + exchange_.host);
+      return;
+    }
+    UpstreamKey key{&sandbox_, exchange_.host, exchange_.port,
+                    exchange_.scheme == policy::Scheme::Https};
+    if (takePooled(key)) {
+      return;
+    }
   }
   for (std::size_t i = 0; i < addresses.size() && i < policy::kMaxAddresses; ++i) {
     if ((d.usable_addresses >> i) & 1u) {

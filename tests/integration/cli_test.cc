@@ -136,19 +136,19 @@ TEST(Explain, DeniesAnUnlistedHost) {
 }
 
 TEST(Explain, ChecksGivenAddresses) {
-  ProcessResult r = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
-                            "default", "--url", "https://pypi.org/simple/", "--ip",
-                            "169.254.169.254", "--ip", "64:ff9b::7f00:1"});
+  ProcessResult r =
+      sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox", "default", "--url",
+              "https://pypi.org/simple/", "--ip", "169.254.169.254", "--ip", "64:ff9b::7f00:1"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, HasSubstr(R"("reason":"ip_denied")"));
   EXPECT_THAT(r.out, HasSubstr(R"("ip_checked":true)"));
+  EXPECT_THAT(r.out, HasSubstr(R"({"ip":"169.254.169.254","usable":false,"class":"link_local"})"));
   EXPECT_THAT(r.out,
-              HasSubstr(R"({"ip":"169.254.169.254","usable":false,"class":"link_local"})"));
-  EXPECT_THAT(r.out, HasSubstr(R"({"ip":"64:ff9b::7f00:1","usable":false,"class":"nat64:loopback"})"));
+              HasSubstr(R"({"ip":"64:ff9b::7f00:1","usable":false,"class":"nat64:loopback"})"));
 
-  ProcessResult ok = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
-                             "default", "--url", "https://pypi.org/simple/", "--ip",
-                             "10.0.0.1", "--ip", "151.101.0.223"});
+  ProcessResult ok =
+      sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox", "default", "--url",
+              "https://pypi.org/simple/", "--ip", "10.0.0.1", "--ip", "151.101.0.223"});
   EXPECT_EQ(ok.exit_code, 0);
   EXPECT_THAT(ok.out, HasSubstr(R"({"ip":"151.101.0.223","usable":true,"class":"global"})"));
 }
@@ -166,8 +166,7 @@ TEST(Explain, SniDefaultsToTheUrlHostAndCanDiffer) {
 
 TEST(Explain, MethodAndScheme) {
   ProcessResult post = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
-                               "default", "--url", "https://pypi.org/legacy/", "--method",
-                               "POST"});
+                               "default", "--url", "https://pypi.org/legacy/", "--method", "POST"});
   EXPECT_EQ(post.exit_code, 1);
   EXPECT_THAT(post.out, HasSubstr(R"("reason":"not_allowed_method")"));
   ProcessResult http = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
@@ -185,14 +184,14 @@ TEST(Explain, MethodAndScheme) {
 
 TEST(Explain, IpLiteralsAndTheirDisguises) {
   for (const char* url : {"https://127.0.0.1/", "https://[::ffff:127.0.0.1]/"}) {
-    ProcessResult r = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
-                              "default", "--url", url});
+    ProcessResult r = sluice(
+        {"explain", "-c", example("package-mirrors.yaml"), "--sandbox", "default", "--url", url});
     EXPECT_EQ(r.exit_code, 1) << url;
     EXPECT_THAT(r.out, HasSubstr(R"("reason":"ip_literal")")) << url;
   }
   for (const char* url : {"http://2130706433/", "http://0x7f.1/", "http://0177.0.0.1/"}) {
-    ProcessResult r = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
-                              "default", "--url", url});
+    ProcessResult r = sluice(
+        {"explain", "-c", example("package-mirrors.yaml"), "--sandbox", "default", "--url", url});
     EXPECT_EQ(r.exit_code, 1) << url;
     EXPECT_THAT(r.out, HasSubstr(R"("reason":"bad_host","status":403)")) << url;
   }
@@ -212,8 +211,7 @@ TEST(Explain, BadInputExitsTwo) {
       {"explain", "-c", m, "--sandbox", "nobody", "--url", "https://pypi.org/"},
       {"explain", "-c", m, "--sandbox", "default", "--url", "pypi.org"},
       {"explain", "-c", m, "--sandbox", "default", "--url", "https://pypi.org/", "--ip", "x"},
-      {"explain", "-c", m, "--sandbox", "default", "--url", "https://pypi.org/", "--method",
-       "G T"},
+      {"explain", "-c", m, "--sandbox", "default", "--url", "https://pypi.org/", "--method", "G T"},
       {"explain", "-c", m, "--sandbox", "default", "--url", "http://pypi.org/", "--sni", "a"},
       {"explain", "-c", m, "--sandbox", "default"},
       {"explain", "-c", m, "--url", "https://pypi.org/", "--sandbox", "default", "--bogus"},

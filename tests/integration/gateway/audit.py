@@ -17,8 +17,12 @@ _TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
-def check_shape(rec, hash_bodies=True):
-    """Assert that one record has every SPEC §6 field with a plausible value; `chain` last."""
+_CLIENT = re.compile(r"^127\.0\.0\.\d+:\d+$")
+
+
+def check_shape(rec, hash_bodies=True, client_re=None):
+    """Assert that one record has every SPEC §6 field with a plausible value; `chain` last.
+    `client_re`: the pattern of the client field (default: a bed client on 127.0.0.x)."""
     missing = [f for f in FIELDS if f not in rec]
     assert not missing, "audit record lacks %s: %r" % (missing, rec)
     assert list(rec)[-1] == "chain", "chain must be the last member: %r" % rec
@@ -26,7 +30,7 @@ def check_shape(rec, hash_bodies=True):
     assert rec["mode"] in ("connect", "transparent", "forward"), rec
     assert rec["decision"] in ("allow", "deny", "report"), rec
     assert rec["reason"] is None or rec["reason"] in REASONS, rec
-    assert re.match(r"^127\.0\.0\.\d+:\d+$", rec["client"]), rec
+    assert (client_re or _CLIENT).match(rec["client"]), rec
     assert isinstance(rec["addrs"], list) or rec["addrs"] is None, rec
     assert rec["status"] is None or isinstance(rec["status"], int), rec
     for key in ("req_bytes", "resp_bytes", "duration_ms"):
@@ -52,9 +56,10 @@ def verify_chain(lines):
 
 
 class AuditLog:
-    def __init__(self, path, hash_bodies=True):
+    def __init__(self, path, hash_bodies=True, client_re=None):
         self.path = path
         self.hash_bodies = hash_bodies
+        self.client_re = re.compile(client_re) if isinstance(client_re, str) else client_re
 
     def lines(self):
         text = read_text(self.path)
@@ -88,7 +93,7 @@ class AuditLog:
             raise AssertionError("expected %d audit record(s) after line %d, got:\n%s"
                                  % (count, mark, "\n".join(map(json.dumps, self.since(mark)))))
         for rec in hits:
-            check_shape(rec, self.hash_bodies)
+            check_shape(rec, self.hash_bodies, self.client_re)
         return hits
 
     def one(self, mark, predicate=lambda r: True, timeout=20):

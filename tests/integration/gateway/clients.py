@@ -164,10 +164,12 @@ def _parse_blocks(text):
     return blocks
 
 
-def curl(url, *args, proxy=None, cacert=None, timeout=60, keep_body=16 << 20, stdin=None):
-    """Run curl; the body streams through a SHA-256 so 200 MiB costs no memory."""
+def curl(url, *args, proxy=None, cacert=None, timeout=60, keep_body=16 << 20, stdin=None,
+         prefix=()):
+    """Run curl; the body streams through a SHA-256 so 200 MiB costs no memory. `prefix`: a
+    command that runs curl, e.g. ("ip", "netns", "exec", NAME) for a sandbox."""
     with tempfile.NamedTemporaryFile(prefix="curl-headers-") as hdr:
-        cmd = ["curl", "-sS", "--max-time", str(timeout), "-D", hdr.name, "-o", "-",
+        cmd = [*prefix, "curl", "-sS", "--max-time", str(timeout), "-D", hdr.name, "-o", "-",
                "-w", "%{stderr}\nCURL-W %{http_code} %{http_connect}\n"]
         if proxy:
             cmd += ["-x", proxy]
@@ -253,12 +255,14 @@ class CurlDownload:
 
 # --- pip -----------------------------------------------------------------------------------
 
-def pip_download(index_url, package, dest, cert, proxy=None, timeout=120):
-    """`pip download` from one index only: no PyPI, no config files, no cache."""
+def pip_download(index_url, package, dest, cert, proxy=None, timeout=120, prefix=()):
+    """`pip download` from one index only: no PyPI, no config files, no cache. `prefix`: a
+    command that runs pip, e.g. ("ip", "netns", "exec", NAME) for a sandbox."""
     cmd = ["/usr/bin/python3", "-m", "pip", "download", "--no-deps", "--no-cache-dir",
            "--disable-pip-version-check", "--no-input", "--retries", "0", "--timeout", "30",
            "--index-url", index_url, "--cert", cert, "-d", dest, package]
     if proxy:
         cmd[4:4] = ["--proxy", proxy]
+    cmd[0:0] = list(prefix)
     env = clean_env(PIP_CONFIG_FILE=os.devnull)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)

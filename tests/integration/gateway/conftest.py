@@ -119,7 +119,8 @@ def sluice(sluice_binary, bed):
 
 @pytest.fixture
 def start_sluice(sluice_binary, bed):
-    """Factory: start_sluice(rules=..., mode=..., dns_servers=..., limits=...)."""
+    """Factory: start_sluice(rules=..., mode=..., dns_servers=..., limits=..., edit=...,
+    env={...})."""
     runner = Runner(sluice_binary, bed)
     try:
         yield runner.start

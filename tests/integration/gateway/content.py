@@ -64,7 +64,8 @@ class Content:
         self.root = root
         self.files = {}  # (docroot name, url path) -> bytes, for everything but the big file
         for name in ("allowed.test", "api.allowed.test", "other.test", "evil.test",
-                     "a.wild.test", "mixed.wild.test", "second.test", "expired.wild.test",
+                     "a.wild.test", "mixed.wild.test", "mixed6.wild.test", "second.test",
+                     "expired.wild.test",
                      "wrongname.wild.test"):
             self._file(name, "/whoami.txt", name + "\n")
             self._file(name, "/index.html", "<h1>%s</h1>\n" % name)

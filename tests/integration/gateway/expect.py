@@ -10,12 +10,16 @@ PROXY_STATUS = {
     "not_allowed_scheme": {"http_request_denied"},
     "not_allowed_method": {"http_request_denied"},
     "not_allowed_path": {"http_request_denied"},
+    "bad_host": {"http_request_denied", "http_request_error"},
     "ip_literal": {"destination_ip_prohibited"},
     "ip_denied": {"destination_ip_prohibited"},
     "host_mismatch": {"http_request_denied"},
     "host_duplicate": {"http_request_denied", "http_request_error"},
     "host_missing": {"http_request_denied", "http_request_error"},
     "dns_failed": {"dns_error"},
+    # original_dst: require_match (SPEC §5.2): the sandbox dialled an address sluice did not
+    # find for H; SPEC §5.4 names no token
+    "dns_mismatch": {"destination_ip_prohibited", "http_request_denied"},
     "dns_timeout": {"dns_error", "dns_timeout"},  # dns_failed caused by a silent resolver
     "upstream_connect": {"destination_unavailable", "connection_refused"},
     "upstream_cert": {"tls_certificate_error"},

@@ -24,13 +24,14 @@ class Runner:
         self.bed = bed
         self.started = []
 
-    def start(self, **config_kw):
+    def start(self, env=None, **config_kw):
+        """A sluice with make_config(**config_kw); `env`: extra environment variables."""
         last_error = None
         for _ in range(3):
             workdir = tempfile.mkdtemp(prefix="sluice-gw-")
             port = free_port((PROXY_ADDRESS,))
             config = make_config(self.bed, workdir, port, **config_kw)
-            sluice = Sluice(self.binary, workdir, config)
+            sluice = Sluice(self.binary, workdir, config, env=env)
             self.started.append(sluice)
             try:
                 return sluice.start()

@@ -121,7 +121,11 @@ TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FI
 
 def _endpoint(hexpair):
     addr, port = hexpair.split(":")
-    return ("%d.%d.%d.%d" % tuple(reversed(bytes.fromhex(addr))), int(port, 16))
+    raw = bytes.fromhex(addr)
+    if len(raw) == 16:  # /proc/net/*6: four 32-bit words, each in host (little-endian) order
+        words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+        return (socket.inet_ntop(socket.AF_INET6, words), int(port, 16))
+    return ("%d.%d.%d.%d" % tuple(reversed(raw)), int(port, 16))
 
 
 def tcp_sockets():
@@ -139,8 +143,27 @@ def tcp_sockets():
     return out
 
 
+def udp_bound(addr, port):
+    """Is a UDP socket bound to addr:port (this namespace)? Read from /proc/net/udp(6)."""
+    six = ":" in addr
+    if six:
+        addr = socket.inet_ntop(socket.AF_INET6, socket.inet_pton(socket.AF_INET6, addr))
+    for line in read_text("/proc/net/udp6" if six else "/proc/net/udp").splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 2 and _endpoint(fields[1]) == (addr, port):
+            return True
+    return False
+
+
 def listener(addr, port):
-    """The LISTEN socket on addr:port, or None."""
+    """The LISTEN socket on addr:port (IPv4, or IPv6 from /proc/net/tcp6), or None."""
+    if ":" in addr:
+        addr = socket.inet_ntop(socket.AF_INET6, socket.inet_pton(socket.AF_INET6, addr))
+        for line in read_text("/proc/net/tcp6").splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 3 and _endpoint(fields[1]) == (addr, port) and fields[3] == "0A":
+                return {"local": (addr, port), "state": "LISTEN"}
+        return None
     for s in tcp_sockets():
         if s["local"] == (addr, port) and s["state"] == "LISTEN":
             return s

@@ -1,8 +1,9 @@
 """The nginx configuration of the bed: one nginx process, every origin as a server block.
 
   127.0.0.20  "shared CDN": allowed.test, api.allowed.test, other.test, evil.test, a.wild.test,
-              mixed.wild.test, expired.wild.test (expired cert), wrongname.wild.test (a
-              cert for another name), and a default server (IP certificate); routed by SNI
+              mixed.wild.test, mixed6.wild.test, expired.wild.test (expired cert),
+              wrongname.wild.test (a cert for another name), and a default server (IP
+              certificate); routed by SNI
               for the certificate and by Host for the content, like a CDN. TLS on port T,
               plain HTTP on port P.
   127.0.0.21  second.test
@@ -23,6 +24,7 @@ LOG_FIELDS = [
     ("x_test", "$http_x_test"), ("x_hop", "$http_x_hop"),
     ("proxy_authorization", "$http_proxy_authorization"),
     ("proxy_connection", "$http_proxy_connection"), ("connection_hdr", "$http_connection"),
+    ("upgrade", "$http_upgrade"), ("http2_settings", "$http_http2_settings"),
     ("bytes_sent", "$bytes_sent"), ("connection", "$connection"),
     ("connection_requests", "$connection_requests"),
 ]
@@ -83,6 +85,12 @@ def render(d, www, pki, tls_port, plain_port, as_root):
                                "attacker"))
     internal = ["127.0.0.1:%d ssl default_server" % t, "127.0.0.1:%d default_server" % p]
     servers.append(_server(d, ["_"], internal, pki.internal, "%s/internal" % www, "internal"))
+    return wrap(d, servers, as_root)
+
+
+def wrap(d, servers, as_root):
+    """The whole nginx.conf around `servers` (server blocks from _server), with the sink that
+    /upload/ is proxied to."""
     sink = ("server {\n    listen unix:%s/sink.sock;\n    access_log %s/sink.log bed;\n"
             "    location / { return 200 \"stored\\n\"; }\n}" % (d, d))
     return """\

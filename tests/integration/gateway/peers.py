@@ -119,6 +119,21 @@ class Dnsmasq:
         # the same targets under a rule without `ips`: SPEC 4.3's table alone must deny them
         "cdn.pub.test": ["127.0.0.20"], "loop.pub.test": ["127.0.0.1"],
         "meta.pub.test": ["169.254.169.254"], "priv.pub.test": ["10.0.0.1"],
+        # BYPASSES D3/I3-I6/I9: more internal answers (A and AAAA) under both rules
+        "zero.wild.test": ["0.0.0.0"], "mapped.wild.test": ["::ffff:127.0.0.1"],
+        "nat64.wild.test": ["64:ff9b::7f00:1"], "mixed6.wild.test": ["127.0.0.20", "::1"],
+        "zero.pub.test": ["0.0.0.0"], "cgnat.pub.test": ["100.100.100.200"],
+        "ula.pub.test": ["fd00::1"], "mapped.pub.test": ["::ffff:127.0.0.1"],
+        "compat.pub.test": ["::7f00:1"], "nat64.pub.test": ["64:ff9b::7f00:1"],
+        "nat64local.pub.test": ["64:ff9b:1::a9fe:a9fe"], "sixtofour.pub.test": ["2002:7f00:1::"],
+        "teredo.pub.test": ["2001:0:4136:e378:8000:63bf:3fff:fdd2"],
+        "ietf.pub.test": ["192.0.0.192"], "bench.pub.test": ["198.18.0.1"],
+        "doc.pub.test": ["192.0.2.1"], "doc2.pub.test": ["198.51.100.1"],
+        "doc3.pub.test": ["203.0.113.66"], "reserved.pub.test": ["240.0.0.1"],
+        "bcast.pub.test": ["255.255.255.255"], "mcast.pub.test": ["224.0.0.1"],
+        "loop6.pub.test": ["::1"], "ll6.pub.test": ["fe80::1"], "sitelocal.pub.test": ["fec0::1"],
+        "mcast6.pub.test": ["ff02::1"], "discard6.pub.test": ["100::1"],
+        "doc6.pub.test": ["2001:db8::1"], "self.pub.test": ["127.0.0.2"],
     }
 
     def __init__(self, directory, port):
@@ -148,7 +163,8 @@ class Dnsmasq:
                 raise RuntimeError("dnsmasq exited: " +
                                    read_text(os.path.join(self.dir, "stderr.log")))
             try:
-                return self.query("allowed.test", timeout=0.3).addresses == ["127.0.0.20"]
+                return self.query("allowed.test", timeout=0.3).addresses == \
+                    self.ZONE["allowed.test"]
             except OSError:
                 return False
         wait_until(answers, 20, "dnsmasq to answer")

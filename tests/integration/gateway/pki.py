@@ -82,7 +82,7 @@ class BedPKI:
     """Every certificate the bed uses, by role."""
 
     CDN_NAMES = ("allowed.test", "api.allowed.test", "other.test", "evil.test", "a.wild.test",
-                 "mixed.wild.test")
+                 "mixed.wild.test", "mixed6.wild.test")
 
     def __init__(self, directory):
         self.test_ca = CA(os.path.join(directory, "testca"), "sluice bed test CA")

@@ -144,6 +144,11 @@ def listening(addr, port):
     return netutil.listener(addr, port) is not None
 
 
+def _endpoint(text):
+    host, port = text.rsplit(":", 1)
+    return host.strip("[]"), int(port)
+
+
 @dataclass
 class SandboxView:
     name: str
@@ -154,18 +159,25 @@ class SandboxView:
 
 
 class Sluice:
-    def __init__(self, binary, workdir, config):
+    def __init__(self, binary, workdir, config, env=None):
         self.binary = binary
+        self.extra_env = dict(env or {})  # on top of clean_env(), e.g. SLUICE_LOG or resolver vars
         self.workdir = workdir
         self.config = config
         sandbox = config["sandboxes"][0]
-        host, port = sandbox["listen"].rsplit(":", 1)
-        self.address = (host, int(port))
-        self.proxy_url = "http://%s:%s" % (host, port)
+        if "listen" in sandbox:
+            host, port = sandbox["listen"].rsplit(":", 1)
+            self.address = (host, int(port))
+            self.proxy_url = "http://%s:%s" % (host, port)
+        else:  # a transparent-only sandbox: no proxy to point a client at
+            self.address = self.proxy_url = None
         self.ca_pem = os.path.join(sandbox["ca"], "ca.pem")
-        # Every explicit-proxy listener and CA of the config, for readiness.
-        self.listeners = [(s["listen"].rsplit(":", 1)[0], int(s["listen"].rsplit(":", 1)[1]))
-                          for s in config["sandboxes"] if "listen" in s]
+        # Every TCP listener (explicit proxy, transparent, the TCP side of dns_listen), every
+        # dns_listen's UDP socket and every CA of the config, for readiness (IPv4 endpoints).
+        self.listeners = [_endpoint(s[key]) for s in config["sandboxes"]
+                          for key in ("listen", "transparent", "dns_listen") if key in s]
+        self.udp_listeners = [_endpoint(s["dns_listen"]) for s in config["sandboxes"]
+                              if "dns_listen" in s]
         self.ca_pems = [os.path.join(s["ca"], "ca.pem") for s in config["sandboxes"]]
         self.config_path = os.path.join(workdir, "sluice.yaml")
         self.stderr_path = os.path.join(workdir, "sluice.stderr")
@@ -181,7 +193,8 @@ class Sluice:
                 open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
                 DIE_WITH_US + [self.binary, "run", "-c", self.config_path], cwd=self.workdir,
-                stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=clean_env())
+                stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                env=clean_env(**self.extra_env))
 
         def ready():
             if self.proc.poll() is not None:
@@ -190,9 +203,11 @@ class Sluice:
             # and it handles SIGTERM (stop() sends it; before its handler exists the
             # default action would kill it, exit -15)
             return all(listening(*a) for a in self.listeners) and \
+                all(netutil.udp_bound(*a) for a in self.udp_listeners) and \
                 all(os.path.exists(p) for p in self.ca_pems) and \
                 netutil.signal_handled(self.proc.pid, signal.SIGTERM)
-        wait_until(ready, timeout, "sluice to listen on %s:%d" % self.address)
+        wait_until(ready, timeout, "sluice to listen on %s" %
+                   ", ".join("%s:%d" % a for a in self.listeners))
         self.ready = True
         return self
 

@@ -88,3 +88,51 @@ def test_report_mode_still_refuses_host_mismatch(report_gw, bed):
 def test_report_mode_still_refuses_ip_literals(report_gw):
     ex = report_gw.tunnel("127.0.0.66")
     expect.denial(ex, 403, "ip_literal")
+
+
+# BYPASSES I2/I10/H1/S3 in report mode (README "Report mode": everything but not_allowed_* is
+# still denied): report mode must not become a way around the name, port-syntax, framing and
+# SNI checks.
+
+@pytest.mark.parametrize("host", ["2130706433", "0177.0.0.1", "0x7f.1", "allowed.test.."])
+def test_report_mode_still_refuses_bad_hosts(report_gw, bed, host):
+    g = report_gw
+    canary = bed.nginx.canary_mark("internal")
+    mark = g.audit.mark()
+    ex = g.tunnel(host, [request_bytes("GET", "/", "allowed.test")], sni="allowed.test")
+    expect.denial(ex, 403, "bad_host")
+    rec = g.audit.one(mark, lambda r: r["client"] == ex.client)
+    expect.record(rec, decision="deny", reason="bad_host", upstream=None)
+    authority = "%s:%d" % (host, g.p)
+    fwd = g.forward([request_bytes("GET", "http://%s/" % authority, authority)])
+    expect.denial(fwd, 403, "bad_host")
+    bed.nginx.barrier()
+    assert bed.nginx.canary_hits_since("internal", canary) == []
+
+
+@pytest.mark.parametrize("port", ["0443", "+443", "0x1bb", "65979"])
+def test_report_mode_still_refuses_odd_port_spellings(report_gw, port):
+    import clients
+    ex = clients.tunnel(report_gw.sluice.address, "allowed.test:" + port)
+    expect.denial(ex, 400, "bad_request")
+
+
+def test_report_mode_still_refuses_ambiguous_framing(report_gw, bed):
+    g = report_gw
+    m = uuid.uuid4().hex[:12]
+    req = (b"POST /upload/%s HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 4\r\n"
+           b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled-%s HTTP/1.1\r\n"
+           b"Host: evil.test\r\n\r\n" % (m.encode(), m.encode()))
+    ex = g.tunnel("allowed.test", [req])
+    expect.denial(ex, 400, "bad_request")
+    bed.nginx.barrier()
+    assert not [e for e in bed.nginx.access("cdn") if m in e["uri"]]
+
+
+def test_report_mode_still_refuses_sni_mismatch(report_gw):
+    g = report_gw
+    mark = g.audit.mark()
+    ex = g.tunnel("allowed.test", [request_bytes("GET", "/", "evil.test")], sni="evil.test")
+    assert ex.tls_error is not None and ex.responses == []
+    rec = g.audit.one(mark, lambda r: r["client"] == ex.client)
+    expect.record(rec, decision="deny", reason="sni_mismatch", status=None)

@@ -95,6 +95,35 @@ def test_half_a_client_hello_is_closed_after_handshake_timeout(make_gw, bed):
     assert_about(seconds, HANDSHAKE, "the half-finished handshake was closed")
 
 
+def test_client_hello_trickled_byte_by_byte_is_cut_at_handshake_timeout(make_gw, bed):
+    """Edge case (R1): a real ClientHello for the CONNECT target sent one byte every 200 ms
+    (it would take ~100 s): bytes keep arriving, but handshake_timeout runs from accept to the
+    end of the handshake, so sluice cuts it about then, with no ServerHello."""
+    g = make_gw(limits=FAST)
+    start = time.monotonic()
+    sock, answer, _ = connect_tunnel(g.sluice.address, g.authority("allowed.test"))
+    assert answer.status == 200, answer
+    hello = client_hello("allowed.test")
+    closed = None
+    for byte in hello[:int(3 * HANDSHAKE / 0.2) + 4]:
+        readable, _, _ = select.select([sock], [], [], 0.2)  # also spaces the trickle
+        if readable:
+            closed = read_until_closed(sock, 2, start)
+            break
+        try:
+            sock.sendall(bytes([byte]))
+        except OSError:
+            closed = (b"", "reset", time.monotonic() - start)
+            break
+    sock.close()
+    assert closed is not None, "a trickled ClientHello is still being read after %.1fs" % (
+        time.monotonic() - start)
+    data, how, seconds = closed
+    assert_closed(how, seconds, "the trickled ClientHello")
+    assert data == b"" or data[0] == 21, "sluice answered a partial hello with %r" % data[:50]
+    assert_about(seconds, HANDSHAKE, "the trickled ClientHello was cut")
+
+
 def test_slowloris_request_head_in_tunnel_is_cut_and_others_are_served(make_gw, bed):
     """Edge case (R1): after a completed TLS handshake, a request head that begins and then
     trickles one byte every 300 ms. sluice cuts it about handshake_timeout after the head

@@ -66,6 +66,9 @@ policies:
         hosts: [self.test]
         ips: [127.0.0.0/8]
         ports: [3128, 443]
+      - name: v6-wide
+        hosts: [v6.test]
+        ips: ["::/0", "2000::/3"]
 )";
 
 // Sentinels for the string facts of a row.

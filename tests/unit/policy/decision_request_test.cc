@@ -256,3 +256,32 @@ TEST(DecisionManyRules, FindsTheFirstMatchingRuleBeyondTheFastPath) {
 
 }  // namespace
 }  // namespace sluice::policy
+
+namespace sluice::policy {
+namespace {
+
+// The sandbox's resolver answers only names a rule could allow (SPEC §5.3, BYPASSES D7/D8).
+TEST(MayResolve, OnlyNamesARuleCouldAllow) {
+  auto config = loadConfig({"t.yaml", kPolicy}, {});
+  ASSERT_TRUE(config);
+  const Sandbox& sbx = *config.value()->findSandbox("sbx");
+  const Sandbox& trial = *config.value()->findSandbox("trial");
+  const Sandbox& closed = *config.value()->findSandbox("closed");
+  auto may = [](const Sandbox& s, std::string_view name) {
+    auto host = canonicalizeHost(name);
+    return host && mayResolve(s, *host);
+  };
+  EXPECT_TRUE(may(sbx, "allowed.test"));
+  EXPECT_TRUE(may(sbx, "ALLOWED.TEST."));
+  EXPECT_TRUE(may(sbx, "api.allowed.test"));  // its method and path rules apply later
+  EXPECT_TRUE(may(sbx, "x.y.wild.test"));
+  EXPECT_FALSE(may(sbx, "wild.test"));
+  EXPECT_FALSE(may(sbx, "c2vjcmv0.attacker.test"));
+  EXPECT_FALSE(may(sbx, "93.184.216.34"));  // a literal is listed, but is no name to resolve
+  EXPECT_FALSE(may(closed, "allowed.test"));
+  EXPECT_TRUE(may(trial, "anything.example"));  // report mode: traffic must reach sluice
+  EXPECT_FALSE(may(trial, "10.0.0.1"));
+}
+
+}  // namespace
+}  // namespace sluice::policy

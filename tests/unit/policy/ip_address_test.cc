@@ -356,7 +356,11 @@ TEST_P(ValidCidr, ParsesAndPrintsCanonically) {
   EXPECT_EQ(cidr->prefixLength(), row.prefix_length);
   EXPECT_EQ(cidr->base().isV4(), row.v4);
   EXPECT_EQ(cidr->toString(), row.canonical);
-  EXPECT_TRUE(cidr->contains(cidr->base()));
+  // A block contains its own base, except a block wider than an IPv4-carrying prefix whose
+  // base lies in it: ::/0 does not open :: (unspecified) through ::/96.
+  bool wide_over_embedding = !row.v4 && row.prefix_length < 96 &&
+                             cidr->base() == *IpAddress::parse("::");
+  EXPECT_EQ(cidr->contains(cidr->base()), !wide_over_embedding);
   EXPECT_EQ(Cidr::parse(row.canonical), cidr);
 }
 
@@ -465,9 +469,26 @@ INSTANTIATE_TEST_SUITE_P(
         ContainsRow{"::ffff:10.0.0.0/104", "10.1.2.3", true},
         ContainsRow{"::ffff:10.0.0.0/104", "11.1.2.3", false},
         ContainsRow{"::/0", "1.2.3.4", false}, ContainsRow{"::/0", "::ffff:10.0.0.1", false},
-        ContainsRow{"::/0", "2606:4700::1111", true}, ContainsRow{"::/0", "::1", true},
+        ContainsRow{"::/0", "2606:4700::1111", true},
         ContainsRow{"::/1", "1.2.3.4", false}, ContainsRow{"::/95", "1.2.3.4", false},
         ContainsRow{"8000::/1", "1.2.3.4", false},
+        // Nor NAT64, 6to4, compatible or Teredo forms: only a block inside their own prefix.
+        ContainsRow{"::/0", "64:ff9b::a9fe:a9fe", false},
+        ContainsRow{"::/0", "64:ff9b::7f00:1", false},
+        ContainsRow{"::/0", "::7f00:1", false}, ContainsRow{"::/0", "::1", false},
+        ContainsRow{"2000::/3", "2002:7f00:1::", false},
+        ContainsRow{"2000::/3", "2002:a9fe:a9fe::", false},
+        ContainsRow{"2000::/3", "2001::1", false},
+        ContainsRow{"::/0", "64:ff9b:1::a00:1", false},
+        ContainsRow{"2000::/3", "2606:4700::1111", true},
+        ContainsRow{"64:ff9b::/96", "64:ff9b::a9fe:a9fe", true},
+        ContainsRow{"64:ff9b::a9fe:a9fe/128", "64:ff9b::a9fe:a9fe", true},
+        ContainsRow{"64:ff9b::/64", "64:ff9b::a9fe:a9fe", false},
+        ContainsRow{"2002::/16", "2002:7f00:1::", true},
+        ContainsRow{"2002:7f00::/24", "2002:7f00:1::", true},
+        ContainsRow{"::/96", "::7f00:1", true},
+        ContainsRow{"::1/128", "::1", true},
+        ContainsRow{"169.254.0.0/16", "64:ff9b::a9fe:a9fe", false},
         ContainsRow{"10.0.0.1", "10.0.0.1", true}, ContainsRow{"10.0.0.1", "10.0.0.2", false},
         ContainsRow{"10.0.0.1", "::ffff:10.0.0.1", true},
         ContainsRow{"172.16.0.0/12", "172.31.255.255", true},

@@ -50,7 +50,23 @@ std::size_t utf8SequenceLength(std::string_view s, std::size_t i) {
 
 void appendJsonString(std::string& out, std::string_view text) {
   out += '"';
-  for (std::size_t i = 0; i < text.size();) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    // Runs of characters that need no escaping are appended in one go: a record is mostly
+    // such runs, and byte-at-a-time appends were a tenth of sluice's cost per request.
+    std::size_t run = i;
+    while (run < text.size()) {
+      unsigned char c = static_cast<unsigned char>(text[run]);
+      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+        break;
+      }
+      ++run;
+    }
+    out.append(text.data() + i, run - i);
+    i = run;
+    if (i == text.size()) {
+      break;
+    }
     unsigned char c = static_cast<unsigned char>(text[i]);
     if (c >= 0x80) {
       std::size_t n = utf8SequenceLength(text, i);
@@ -80,11 +96,7 @@ void appendJsonString(std::string& out, std::string_view text) {
         out += "\\t";
         break;
       default:
-        if (c < 0x20 || c == 0x7f) {
-          appendEscapedByte(out, c);
-        } else {
-          out += static_cast<char>(c);
-        }
+        appendEscapedByte(out, c);  // other controls and DEL
     }
     ++i;
   }

@@ -28,6 +28,11 @@ class JsonWriter {
   JsonWriter& number(std::int64_t value);
   JsonWriter& boolean(bool value);
   JsonWriter& null();
+  // After a value the caller appended to the buffer itself (already valid JSON).
+  JsonWriter& afterValue() {
+    need_comma_ = true;
+    return *this;
+  }
 
   // Shorthands for "key": value.
   JsonWriter& field(std::string_view name, std::string_view value) {

@@ -146,6 +146,13 @@ Result<std::unique_ptr<Server>, std::string> Server::create(
     server->workers_.push_back(
         std::make_unique<Worker>(*server->state_, server->sockets_, static_cast<int>(i)));
   }
+  std::vector<Worker*> peers;
+  for (auto& worker : server->workers_) {
+    peers.push_back(worker.get());
+  }
+  for (auto& worker : server->workers_) {
+    worker->setPeers(peers);
+  }
   return server;
 }
 

@@ -1,6 +1,7 @@
 #include "proxy/worker.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "policy/decision.h"
 #include "proxy/dns/resolver.h"
@@ -73,6 +74,7 @@ Result<Ok, std::string> Worker::start() {
   pool_ = std::make_unique<session::UpstreamPool>(
       &loop_, kPooledPerKey, std::min(kPooledIdleLimit, state_.config->limits.idle_timeout));
   context_ = std::make_unique<session::WorkerContext>();
+  context_->worker = index_;
   context_->loop = &loop_;
   context_->state = &state_;
   context_->resolver = resolver_.get();
@@ -83,9 +85,7 @@ Result<Ok, std::string> Worker::start() {
     SandboxRuntime* sandbox = socket.sandbox;
     bool transparent = socket.transparent;
     auto listener = std::make_unique<io::TcpListener>(
-        &loop_, [this, sandbox, transparent](uv_stream_t* server) {
-          accept(*sandbox, transparent, server);
-        });
+        &loop_, [this, sandbox, transparent](int fd) { onAccepted(*sandbox, transparent, fd); });
     auto started = listener->start(socket.socket);
     listeners_.push_back(std::move(listener));
     if (!started) {
@@ -152,6 +152,14 @@ void Worker::handleCommands() {
     closeAll();
     return;
   }
+  std::vector<Handover> handed;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    handed.swap(inbox_);
+  }
+  for (const Handover& h : handed) {
+    serve(*h.sandbox, h.transparent, h.fd);
+  }
   if (stop_accepting_.load() && !draining_) {
     draining_ = true;
     context_->draining = true;
@@ -169,8 +177,54 @@ void Worker::handleCommands() {
   }
 }
 
-void Worker::accept(SandboxRuntime& sandbox, bool transparent, uv_stream_t* server) {
+void Worker::onAccepted(SandboxRuntime& sandbox, bool transparent, int fd) {
+  busy_.fetch_add(1);
+  Worker* target = leastBusy();
+  if (target != this) {
+    target->busy_.fetch_add(1);
+    if (target->handOver(Handover{fd, &sandbox, transparent})) {
+      SPDLOG_DEBUG("worker {}: a connection handed to worker {}", index_, target->index_);
+      busy_.fetch_sub(1);
+      return;
+    }
+    target->busy_.fetch_sub(1);
+  }
+  busy_.fetch_sub(1);
+  serve(sandbox, transparent, fd);
+}
+
+// `this`, unless a peer still taking connections is less busy by two or more (by one would
+// bounce connections between equals for nothing).
+Worker* Worker::leastBusy() {
+  Worker* best = this;
+  std::size_t best_busy = busy_.load(std::memory_order_relaxed);
+  for (Worker* peer : peers_) {
+    if (peer == this || peer->stop_accepting_.load() || peer->shutdown_.load()) {
+      continue;
+    }
+    std::size_t busy = peer->busy_.load(std::memory_order_relaxed);
+    if (busy + 2 <= best_busy) {
+      best = peer;
+      best_busy = busy;
+    }
+  }
+  return best;
+}
+
+bool Worker::handOver(const Handover& h) {
+  std::lock_guard<std::mutex> lock(inbox_mutex_);
+  if (!inbox_open_) {
+    return false;
+  }
+  inbox_.push_back(h);
+  uv_async_send(&async_);  // under the lock: closeInbox() cannot close async_ meanwhile
+  return true;
+}
+
+void Worker::serve(SandboxRuntime& sandbox, bool transparent, int fd) {
   if (draining_) {
+    ::close(fd);  // the kernel resets it; a draining gateway takes nothing new
+    busy_.fetch_sub(1);
     return;
   }
   std::uint64_t id = state_.next_connection_id.fetch_add(1);
@@ -180,20 +234,35 @@ void Worker::accept(SandboxRuntime& sandbox, bool transparent, uv_stream_t* serv
   session::Session* s = owned.get();
   sessions_.emplace(s, std::move(owned));
   session_count_.store(sessions_.size());
+  busy_.fetch_add(1);
   if (state_.open_connections.load() > state_.config->limits.max_connections) {
     // Over the limit: accept (so the kernel queue does not fill) and close at once.
     SPDLOG_DEBUG("[C{}] over limits.max_connections: closed", id);
-    if (s->start(server)) {
+    if (s->start(fd)) {
       s->abort();
     }
     return;
   }
-  s->start(server);
+  s->start(fd);
 }
 
 void Worker::sessionFinished(session::Session* s) {
   sessions_.erase(s);
   session_count_.store(sessions_.size());
+  busy_.fetch_sub(1);
+}
+
+// No more hand-overs: what is queued is closed, and async_ may close.
+void Worker::closeInbox() {
+  std::vector<Handover> left;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    inbox_open_ = false;
+    left.swap(inbox_);
+  }
+  for (const Handover& h : left) {
+    ::close(h.fd);
+  }
 }
 
 void Worker::closeListeners() {
@@ -224,6 +293,7 @@ void Worker::closeAll() {
   for (auto& r : sandbox_resolvers_) {
     r->close(nullptr);
   }
+  closeInbox();
   uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
 }
 

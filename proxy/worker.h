@@ -4,13 +4,21 @@
 // mutable but GatewayState's thread-safe parts (leaf caches, audit sinks, counters).
 //
 // Control from other threads goes through one uv_async_t: stopAccepting() (drain: listeners
-// close, idle keep-alive connections close, busy ones finish their exchange) and shutdown()
-// (close everything now). The thread ends when its loop has no handles left.
+// close, idle keep-alive connections close, busy ones finish their exchange), shutdown()
+// (close everything now), and connections handed over by another worker. The thread ends when
+// its loop has no handles left.
+//
+// Every worker accepts from every listening socket (one kernel queue), and the first loop to
+// wake takes a whole burst of connections; left at that, one core serves a burst of 32 clients
+// while the other idles. So a worker keeps an accepted connection only if no peer is less busy
+// by two or more, and otherwise hands the fd to the least busy one. Busy = sessions plus
+// connections handed over and not started yet.
 
 #include <uv.h>
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -46,6 +54,8 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
+  // The workers that accepted connections may be handed to (this one included). Before start().
+  void setPeers(std::vector<Worker*> peers) { peers_ = std::move(peers); }
   // Starts the thread. Fails if a listener cannot be attached to the loop.
   Result<Ok, std::string> start();
   void stopAccepting();  // thread-safe
@@ -57,7 +67,18 @@ class Worker {
   static void onAsync(uv_async_t* async) noexcept;
   void run();
   void handleCommands();
-  void accept(SandboxRuntime& sandbox, bool transparent, uv_stream_t* server);
+  // A connection handed from one worker to another.
+  struct Handover {
+    int fd = -1;
+    SandboxRuntime* sandbox = nullptr;
+    bool transparent = false;
+  };
+  void onAccepted(SandboxRuntime& sandbox, bool transparent, int fd);
+  Worker* leastBusy();
+  // Queues `h` for this worker's loop; false if it takes no more (shutting down).
+  bool handOver(const Handover& h);
+  void serve(SandboxRuntime& sandbox, bool transparent, int fd);
+  void closeInbox();
   void sessionFinished(session::Session* session);
   void closeListeners();
   void closeAll();
@@ -80,6 +101,11 @@ class Worker {
   std::unique_ptr<session::WorkerContext> context_;
   std::unordered_map<session::Session*, std::unique_ptr<session::Session>> sessions_;
   std::atomic<std::size_t> session_count_{0};
+  std::atomic<std::size_t> busy_{0};
+  std::vector<Worker*> peers_;
+  std::mutex inbox_mutex_;
+  std::vector<Handover> inbox_;  // guarded by inbox_mutex_
+  bool inbox_open_ = true;       // guarded by inbox_mutex_; async_ is open while true
 };
 
 }  // namespace sluice::proxy

@@ -117,15 +117,30 @@ Result<std::unique_ptr<AuditSink>, std::string> AuditSink::open(const std::strin
 }
 
 AuditSink::AuditSink(std::string path, std::shared_ptr<spdlog::logger> logger, std::string chain)
-    : path_(std::move(path)), logger_(std::move(logger)), previous_chain_(std::move(chain)) {}
+    : path_(std::move(path)),
+      logger_(std::move(logger)),
+      previous_chain_(std::move(chain)),
+      sha256_(EVP_MD_fetch(nullptr, "SHA256", nullptr)),
+      digest_(EVP_MD_CTX_new()) {}
 
-AuditSink::~AuditSink() { logger_->flush(); }
+AuditSink::~AuditSink() {
+  logger_->flush();
+  EVP_MD_CTX_free(digest_);
+  EVP_MD_free(sha256_);
+}
 
 void AuditSink::write(const AuditRecord& record) {
   std::lock_guard lock(mutex_);
   line_.clear();
   appendRecordBody(line_, record);
-  previous_chain_ = chainOf(previous_chain_, line_);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned length = 0;
+  EVP_DigestInit_ex(digest_, sha256_, nullptr);
+  EVP_DigestUpdate(digest_, previous_chain_.data(), previous_chain_.size());
+  EVP_DigestUpdate(digest_, line_.data(), line_.size());
+  EVP_DigestFinal_ex(digest_, digest, &length);
+  previous_chain_.clear();
+  appendHex(previous_chain_, digest, length);
   line_ += kChainMember;
   line_ += previous_chain_;
   line_ += "\"}";

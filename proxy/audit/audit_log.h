@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include <openssl/evp.h>
+
 #include "base/result.h"
 #include "policy/config.h"
 #include "proxy/audit/audit_record.h"
@@ -49,6 +51,10 @@ class AuditSink {
   std::shared_ptr<spdlog::logger> logger_;
   mutable std::mutex mutex_;
   std::string previous_chain_;  // guarded by mutex_
+  // One digest context, reused for every line, with the algorithm fetched once: OpenSSL 3's
+  // implicit fetch per call cost as much as the hash.
+  EVP_MD* sha256_ = nullptr;
+  EVP_MD_CTX* digest_ = nullptr;  // guarded by mutex_
   std::string line_;            // guarded by mutex_: reused, so a record allocates nothing
   std::uint64_t records_ = 0;   // guarded by mutex_
 };

@@ -29,6 +29,26 @@ void FramingScanner::startMessage() {
 
 const char* FramingScanner::scan(const char* begin, const char* end) {
   for (const char* p = begin; p < end; ++p) {
+    // Fast path: past the start line, and not right after a CR or LF, every byte that is not
+    // a control character (HTAB aside) is fine and changes nothing but `prev_`. Header names
+    // and values are mostly such runs.
+    if (start_line_ == StartLine::After && prev_ != '\r' && prev_ != '\n') {
+      const char* q = p;
+      while (q < end) {
+        const auto u = static_cast<unsigned char>(*q);
+        if ((u < 0x20 && u != '\t') || u == 0x7f) {
+          break;
+        }
+        ++q;
+      }
+      if (q != p) {
+        prev_ = q[-1];
+        p = q;
+        if (p == end) {
+          break;
+        }
+      }
+    }
     const char c = *p;
     const auto u = static_cast<unsigned char>(c);
     if (prev_ == '\r' && c != '\n') {

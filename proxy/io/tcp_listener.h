@@ -31,12 +31,16 @@ class BoundSocket {
   policy::Endpoint endpoint_;
 };
 
-// One worker's view of a BoundSocket. Same ownership contract as TcpStream: close(), then keep
-// the object until the closed callback has run.
+// One worker's view of a BoundSocket: a poll handle on its own dup() of the socket, accepting
+// with accept4() itself so that an accepted connection is a plain fd, which the worker may
+// serve or hand to a less busy worker (libuv's uv_accept would tie it to this loop). Same
+// ownership contract as TcpStream: close(), then keep the object until the closed callback has
+// run.
 class TcpListener {
  public:
-  // Called on the loop for each pending connection; accept it with TcpStream::accept(server).
-  using OnConnection = std::function<void(uv_stream_t* server)>;
+  // Called on the loop with each accepted connection (non-blocking, close-on-exec); the
+  // callee owns the fd.
+  using OnConnection = std::function<void(int fd)>;
 
   TcpListener(uv_loop_t* loop, OnConnection on_connection);
   ~TcpListener();
@@ -49,12 +53,18 @@ class TcpListener {
   bool closed() const { return closed_; }
 
  private:
-  static void onConnectionCb(uv_stream_t* server, int status) noexcept;
+  static void onPollCb(uv_poll_t* poll, int status, int events) noexcept;
+  static void onResumeCb(uv_timer_t* timer) noexcept;
   static void onCloseCb(uv_handle_t* handle) noexcept;
+  void acceptPending();
 
-  uv_tcp_t tcp_{};
+  uv_loop_t* loop_;
+  uv_poll_t poll_{};
+  uv_timer_t resume_{};  // accepting again after running out of descriptors
+  int fd_ = -1;
   OnConnection on_connection_;
   std::function<void()> on_closed_;
+  int open_handles_ = 0;
   bool started_ = false;
   bool closing_ = false;
   bool closed_ = false;

@@ -36,8 +36,8 @@ void TcpStream::configureSocket() {
   uv_tcp_nodelay(&tcp_, 1);  // request heads and TLS records are latency-bound
 }
 
-int TcpStream::accept(uv_stream_t* server) {
-  int rc = uv_accept(server, reinterpret_cast<uv_stream_t*>(&tcp_));
+int TcpStream::adopt(int fd) {
+  int rc = uv_tcp_open(&tcp_, fd);
   if (rc == 0) {
     state_ = State::Open;
     configureSocket();

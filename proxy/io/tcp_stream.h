@@ -50,8 +50,9 @@ class TcpStream {
   TcpStream(const TcpStream&) = delete;
   TcpStream& operator=(const TcpStream&) = delete;
 
-  // Accepts a pending connection of `server`. Returns 0 or a libuv error.
-  int accept(uv_stream_t* server);
+  // Takes over an accepted connection's fd. Returns 0 or a libuv error (the fd then stays the
+  // caller's to close).
+  int adopt(int fd);
   // Starts connecting; Handler::onConnected() reports the outcome.
   int connect(const policy::Endpoint& to);
 

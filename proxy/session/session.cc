@@ -4,6 +4,7 @@
 #include "proxy/session/session.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "policy/authority.h"
 #include "proxy/gateway_state.h"
@@ -18,6 +19,10 @@ namespace {
 // After sluice's last bytes, how long the input is drained before the socket closes: closing
 // with unread input makes the kernel send RST, which can destroy the answer in flight.
 constexpr std::uint64_t kLingerMs = 2000;
+
+// Plaintext of requests pipelined behind the one in progress that sluice holds before it stops
+// reading the client.
+constexpr std::size_t kPipelineBudget = 16 * 1024;
 
 }  // namespace
 
@@ -69,8 +74,9 @@ Session::Session(WorkerContext& context, SandboxRuntime& sandbox, std::uint64_t 
 
 Session::~Session() { ctx_.state->open_connections.fetch_sub(1, std::memory_order_relaxed); }
 
-bool Session::start(uv_stream_t* server) {
-  if (client_.accept(server) != 0) {
+bool Session::start(int fd) {
+  if (client_.adopt(fd) != 0) {
+    ::close(fd);
     close("accept failed");
     return false;
   }
@@ -80,8 +86,8 @@ bool Session::start(uv_stream_t* server) {
   }
   phase_deadline_ms_ = started_ms_ + static_cast<std::uint64_t>(
                                          ctx_.state->config->limits.handshake_timeout.count());
-  SPDLOG_DEBUG("[C{}] accepted from {} for sandbox {}", id_, client_address_.toString(),
-               sandbox_.sandbox->name);
+  SPDLOG_DEBUG("[C{}] accepted from {} for sandbox {} on worker {}", id_,
+               client_address_.toString(), sandbox_.sandbox->name, ctx_.worker);
   updateReading();
   armTimer();
   return true;
@@ -124,7 +130,13 @@ void Session::updateReading() {
       want_client = true;
       break;
     case State::Exchanging:
-      want_client = !exchange_.request_done && !upstream_backlogged;
+      // Until the request is complete its body is read as fast as the upstream takes it. Then
+      // reading goes on, so that the next request of a keep-alive client does not cost two
+      // epoll_ctl calls to stop and restart, but only while little is buffered: a pipelining
+      // client gets at most kPipelineBudget plus one read held for it.
+      want_client = exchange_.request_done
+                        ? client_plain_.size() - client_plain_offset_ < kPipelineBudget
+                        : !upstream_backlogged;
       break;
     default:
       break;  // a head is waiting for DNS or a connection: read nothing more meanwhile
@@ -148,10 +160,14 @@ void Session::updateReading() {
 
 void Session::onRead(io::TcpStream& stream, std::span<const char> data) {
   last_activity_ms_ = uv_now(ctx_.loop);
+  Cork cork(*this);
   if (&stream == &client_) {
     onClientBytes(data);
   } else if (upstream_ && &stream == &upstream_->stream) {
     onUpstreamBytes(data);
+  } else if (parked_ && &stream == &parked_->stream) {
+    retireParked();  // an idle upstream talking out of turn is in no known state
+    return;
   }
   // What was just forwarded may have filled the other side's queue: stop reading this side
   // until it drains (onDrained), so a fast sender never makes sluice buffer a whole body.
@@ -196,7 +212,50 @@ void Session::onClientBytes(std::span<const char> data) {
   }
 }
 
+// Above this, corked writes go out at once: a TLS record holds 16 KiB.
+constexpr std::size_t kCorkLimit = 16 * 1024;
+
 void Session::sendClient(std::string_view bytes) {
+  if (cork_depth_ > 0 && !bytes.empty()) {
+    client_out_.append(bytes);
+    if (client_out_.size() >= kCorkLimit) {
+      std::string pending;
+      pending.swap(client_out_);
+      writeClientNow(pending);
+      pending.clear();
+      client_out_.swap(pending);  // keep the capacity
+    }
+    return;
+  }
+  if (!client_out_.empty()) {
+    flushCorked();
+  }
+  writeClientNow(bytes);
+}
+
+void Session::flushCorked() {
+  if (state_ == State::Closing) {
+    client_out_.clear();
+    upstream_out_.clear();
+    return;
+  }
+  if (!upstream_out_.empty()) {
+    std::string pending;
+    pending.swap(upstream_out_);
+    writeUpstreamNow(pending);
+    pending.clear();
+    upstream_out_.swap(pending);
+  }
+  if (!client_out_.empty()) {
+    std::string pending;
+    pending.swap(client_out_);
+    writeClientNow(pending);
+    pending.clear();
+    client_out_.swap(pending);
+  }
+}
+
+void Session::writeClientNow(std::string_view bytes) {
   if (!client_tls_) {
     client_.write(bytes);
     return;
@@ -391,6 +450,7 @@ void Session::finishConnection() {
   if (state_ == State::Closing || state_ == State::Lingering) {
     return;
   }
+  flushCorked();  // everything said so far goes before close_notify and FIN
   if (client_tls_ && client_tls_->handshakeDone()) {
     client_tls_->shutdown();
     sendClient({});
@@ -401,6 +461,7 @@ void Session::finishConnection() {
   if (upstream_) {
     releaseUpstream(false);
   }
+  unpark();
   lookup_.reset();
   client_.shutdownWrite();
   phase_deadline_ms_ = uv_now(ctx_.loop) + kLingerMs;
@@ -431,6 +492,7 @@ void Session::close(std::string_view why) {
     }
   });
   retireUpstream();
+  unpark();
 }
 
 void Session::retireUpstream() {
@@ -475,6 +537,8 @@ void Session::onEof(io::TcpStream& stream) {
       }
     }
     upstreamFailed(policy::Reason::UpstreamConnect, "upstream closed the connection");
+  } else if (parked_ && &stream == &parked_->stream) {
+    retireParked();
   }
 }
 
@@ -485,6 +549,8 @@ void Session::onError(io::TcpStream& stream, int status) {
   }
   if (upstream_ && &stream == &upstream_->stream) {
     upstreamFailed(policy::Reason::UpstreamConnect, uv_strerror(status));
+  } else if (parked_ && &stream == &parked_->stream) {
+    retireParked();
   }
 }
 
@@ -519,13 +585,40 @@ void Session::armTimer() {
   std::uint64_t now = uv_now(ctx_.loop);
   std::uint64_t idle = last_activity_ms_ + static_cast<std::uint64_t>(limits.idle_timeout.count());
   std::uint64_t deadline = phase_deadline_ms_ != 0 ? std::min(idle, phase_deadline_ms_) : idle;
+  if (release_deadline_ms_ != 0) {
+    deadline = std::min(deadline, release_deadline_ms_);
+  }
   std::uint64_t delay = deadline > now ? deadline - now : 0;
   timer_.start(std::chrono::milliseconds(delay), [this] { onTimer(); });
+}
+
+// An idle keep-alive connection keeps little: TLS record buffers, write queues and scratch
+// space go back after a second without a request (not at once: a busy client would pay for the
+// memory twice per request). What a connection costs idle is what sluice costs at scale.
+void Session::releaseIdleBuffers() {
+  if (state_ != State::ReadingRequest || exchange_.active ||
+      client_plain_.size() != client_plain_offset_ || cork_depth_ > 0) {
+    return;
+  }
+  unpark();  // an idle client's upstream may serve another client meanwhile
+  client_out_ = std::string();
+  upstream_out_ = std::string();
+  if (client_tls_) {
+    client_tls_->releaseBuffers();
+  }
+  client_.releaseBuffers();
+  client_plain_ = std::string();
+  client_plain_offset_ = 0;
+  scratch_ = std::string();
 }
 
 void Session::onTimer() {
   std::uint64_t now = uv_now(ctx_.loop);
   const auto& limits = ctx_.state->config->limits;
+  if (release_deadline_ms_ != 0 && now >= release_deadline_ms_) {
+    release_deadline_ms_ = 0;
+    releaseIdleBuffers();
+  }
   bool phase_over = phase_deadline_ms_ != 0 && now >= phase_deadline_ms_;
   bool idle_over =
       now >= last_activity_ms_ + static_cast<std::uint64_t>(limits.idle_timeout.count());

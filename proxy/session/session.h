@@ -91,9 +91,9 @@ class Session : private io::TcpStream::Handler,
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Accepts the pending connection of `server` and starts reading. False if accept failed (the
-  // session is then already closing).
-  bool start(uv_stream_t* server);
+  // Takes over the accepted connection `fd` and starts reading. False if that failed (the fd
+  // is closed and the session already closing).
+  bool start(int fd);
   // The worker is draining: close now if idle between requests, else after this exchange.
   void drain();
   // Closes everything now (shutdown grace is over).
@@ -125,7 +125,24 @@ class Session : private io::TcpStream::Handler,
   void onConnectHead();
   void processClientHello();
   void pumpClientTls();
+  // Writes to the client (through TLS when inside the tunnel). While corked (inside a read
+  // callback) small writes are gathered and go out as one TLS record and one write when the
+  // callback returns: a response head and a small body otherwise cost two of each.
   void sendClient(std::string_view bytes);
+  void writeClientNow(std::string_view bytes);
+  // Sends what corked writes gathered, in order, to both sides.
+  void flushCorked();
+  struct Cork {
+    explicit Cork(Session& session) : s(session) { ++s.cork_depth_; }
+    ~Cork() {
+      if (--s.cork_depth_ == 0) {
+        s.flushCorked();
+      }
+    }
+    Cork(const Cork&) = delete;
+    Cork& operator=(const Cork&) = delete;
+    Session& s;
+  };
   void updateReading();
 
   // Requests (session_exchange.cc).
@@ -145,11 +162,16 @@ class Session : private io::TcpStream::Handler,
   void onUpstreamBytes(std::span<const char> data);
   void processUpstreamPlaintext(std::span<const char> data);
   void sendUpstream(std::string_view bytes);
+  void writeUpstreamNow(std::string_view bytes);
   void finishExchange();
   void upstreamFailed(policy::Reason reason, std::string_view detail);
-  // Gives the upstream back to the pool when `reusable`, else closes it.
+  // Keeps the upstream for this client's next request when `reusable` (parks it), else
+  // closes it.
   void releaseUpstream(bool reusable);
   void retireUpstream();
+  // The parked upstream goes to the worker's pool (closed instead when draining).
+  void unpark();
+  void retireParked();
 
   // Answers and endings (session.cc).
   // Sends sluice's own error response for `reason` (over TLS when inside the tunnel), writes
@@ -161,6 +183,7 @@ class Session : private io::TcpStream::Handler,
   void finishConnection();
   void close(std::string_view why);
   void armTimer();
+  void releaseIdleBuffers();
   void onTimer();
   void transition(State next);
 
@@ -174,6 +197,7 @@ class Session : private io::TcpStream::Handler,
   std::uint64_t started_ms_ = 0;
   std::uint64_t last_activity_ms_ = 0;
   std::uint64_t phase_deadline_ms_ = 0;  // handshake, connect or linger deadline; 0: none
+  std::uint64_t release_deadline_ms_ = 0;  // idle between requests: give buffers back then
   bool handshake_phase_ = true;
   bool draining_ = false;
   bool close_after_exchange_ = false;
@@ -200,9 +224,17 @@ class Session : private io::TcpStream::Handler,
   std::size_t client_plain_offset_ = 0;
   bool message_end_pending_ = false;  // after a head: its end may come without more bytes
   std::string scratch_;        // heads and frames being written; reused
+  int cork_depth_ = 0;
+  std::string client_out_;     // corked plaintext for the client
+  std::string upstream_out_;   // corked plaintext for the upstream
 
   Exchange exchange_;
   std::unique_ptr<UpstreamConnection> upstream_;
+  // The upstream of the last exchange, kept between a keep-alive client's requests: its next
+  // request is nearly always for the same (H, port), and taking it back from here costs no pool
+  // lookup and no re-arming of its reads. Still re-checked for every request, like a pooled
+  // one; goes to the pool when the client idles, leaves or asks for another key.
+  std::unique_ptr<UpstreamConnection> parked_;
   // Upstreams being closed, kept until their close callback.
   std::vector<std::unique_ptr<UpstreamConnection>> closing_upstreams_;
   std::unique_ptr<dns::Resolver::Lookup> lookup_;

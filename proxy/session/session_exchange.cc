@@ -16,6 +16,9 @@ namespace {
 constexpr std::size_t kPlainChunk = 16 * 1024;
 thread_local char t_upstream_plain[kPlainChunk];
 
+// How long a keep-alive connection idles before its buffers are given back.
+constexpr std::uint64_t kReleaseIdleBuffersMs = 1000;
+
 // The path part of the url in an audit record: the origin-form target, or nothing for
 // "OPTIONS *", whose target URI is the authority alone (RFC 9110 §7.1).
 std::string_view urlPath(std::string_view target) { return target == "*" ? "" : target; }
@@ -101,6 +104,7 @@ policy::Decision Session::decideRequest(std::span<const policy::IpAddress> addre
 
 void Session::onRequestHead() {
   const http::RequestHead& head = request_parser_.head();
+  release_deadline_ms_ = 0;
   exchange_.reset(uv_now(ctx_.loop), ctx_.state->config->audit.hash_bodies);
   exchange_.method.assign(head.method);
   exchange_.request_framing = head.framing;
@@ -230,6 +234,23 @@ std::string Session::canonicalAuthority() const {
 
 void Session::sendUpstream(std::string_view bytes) {
   if (!upstream_) {
+    return;
+  }
+  if (cork_depth_ > 0 && !bytes.empty()) {
+    upstream_out_.append(bytes);
+    if (upstream_out_.size() >= 16 * 1024) {
+      flushCorked();
+    }
+    return;
+  }
+  if (!upstream_out_.empty()) {
+    flushCorked();
+  }
+  writeUpstreamNow(bytes);
+}
+
+void Session::writeUpstreamNow(std::string_view bytes) {
+  if (!upstream_ || bytes.empty()) {
     return;
   }
   if (!upstream_->tls) {
@@ -413,6 +434,7 @@ void Session::finishExchange() {
   }
   transition(State::ReadingRequest);
   last_activity_ms_ = uv_now(ctx_.loop);
+  release_deadline_ms_ = last_activity_ms_ + kReleaseIdleBuffersMs;
   armTimer();
   processClientPlaintext();  // a pipelined request may already be here
 }
@@ -421,11 +443,51 @@ void Session::releaseUpstream(bool reusable) {
   if (!upstream_) {
     return;
   }
-  if (reusable && !draining_) {
-    ctx_.pool->put(std::move(upstream_));
+  if (!upstream_out_.empty()) {
+    // Corked bytes for this upstream (a last chunk) go before it is pooled or closed.
+    std::string pending;
+    pending.swap(upstream_out_);
+    writeUpstreamNow(pending);
+    pending.clear();
+    upstream_out_.swap(pending);
+    if (!upstream_) {
+      return;  // the write failed and the upstream is gone
+    }
+  }
+  if (upstream_->tls && upstream_->exchanges == 1 && !exchange_.upstream_dirty) {
+    // After its first response a connection has read the TLS 1.3 tickets: keep one for the
+    // next connection to this key (once per connection, not per request).
+    ctx_.pool->remember(upstream_->key, upstream_->tls->session());
+  }
+  if (reusable && !draining_ && !ctx_.draining) {
+    unpark();  // (none in practice: an exchange starts by taking the parked one)
+    parked_ = std::move(upstream_);
+    // Read while parked, as the pool does: EOF or stray bytes from an idle upstream retire it
+    // here instead of failing the next request.
+    parked_->stream.startReading();
     return;
   }
   retireUpstream();
+}
+
+void Session::unpark() {
+  if (!parked_) {
+    return;
+  }
+  if (draining_ || ctx_.draining) {
+    retireParked();
+    return;
+  }
+  ctx_.pool->put(std::move(parked_));
+}
+
+void Session::retireParked() {
+  if (!parked_) {
+    return;
+  }
+  parked_->stream.close();
+  closing_upstreams_.push_back(std::move(parked_));
+  ++open_handles_;
 }
 
 // A failure on the way to or from the upstream. Before the response head went out, the client

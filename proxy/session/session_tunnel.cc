@@ -72,6 +72,7 @@ void Session::onConnectHead() {
                 client_plain_.size() - client_plain_offset_);
   client_plain_.clear();
   client_plain_offset_ = 0;
+  flushCorked();
   client_.write(std::string_view("HTTP/1.1 200 Connection established\r\n\r\n"));
   transition(State::ReadingClientHello);
   if (!hello_.empty()) {
@@ -206,6 +207,8 @@ void Session::pumpClientTls() {
     }
     handshake_phase_ = false;
     phase_deadline_ms_ = 0;
+    release_deadline_ms_ = uv_now(ctx_.loop) + 1000;  // a tunnel opened ahead of its first use
+    armTimer();
     request_parser_.reset();
     transition(State::ReadingRequest);
   }
@@ -239,6 +242,7 @@ void Session::pumpClientTls() {
 }
 
 void Session::refuseTunnel(policy::Reason reason, std::uint8_t alert, std::string_view detail) {
+  flushCorked();
   SPDLOG_DEBUG("[C{}] refuse tunnel {}: {}", id_, policy::toString(reason), detail);
   if (alert != 0) {
     auto record = tls::alertRecord(alert);

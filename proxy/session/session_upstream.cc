@@ -12,11 +12,17 @@ namespace sluice::proxy::session {
 // ---------------------------------------------------------------------------------------------
 // Getting an upstream connection: the pool, or DNS and connect.
 
-// An idle pooled connection for `key`, if one passes this request's own checks: it was opened
+// This client's parked upstream or an idle pooled connection for `key`, if one passes this request's own checks: it was opened
 // for an earlier request, perhaps under another rule with other `ips` (or under none, in
 // report mode).
 bool Session::takePooled(const UpstreamKey& key) {
-  auto pooled = ctx_.pool->take(key, static_cast<io::TcpStream::Handler*>(this));
+  std::unique_ptr<UpstreamConnection> pooled;
+  if (parked_ && parked_->key == key) {
+    pooled = std::move(parked_);
+  } else {
+    unpark();
+    pooled = ctx_.pool->take(key, static_cast<io::TcpStream::Handler*>(this));
+  }
   if (!pooled) {
     return false;
   }
@@ -184,7 +190,8 @@ void Session::onConnected(io::TcpStream& stream, int status) {
     return;
   }
   // Upstream TLS: SNI H, the chain and the name H verified against upstream.ca_file.
-  auto session = tls::TlsSession::client(ctx_.state->upstream_tls.get(), exchange_.host);
+  auto session = tls::TlsSession::client(ctx_.state->upstream_tls.get(), exchange_.host,
+                                         ctx_.pool->resumption(upstream_->key));
   if (!session) {
     upstreamFailed(policy::Reason::UpstreamConnect, session.error());
     return;

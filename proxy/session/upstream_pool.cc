@@ -34,10 +34,6 @@ void UpstreamPool::put(std::unique_ptr<UpstreamConnection> connection) {
     return;
   }
   connection->stream.setHandler(this);
-  if (connection->tls) {
-    connection->tls->releaseBuffers();
-  }
-  connection->stream.releaseBuffers();
   // Keep reading while idle: an upstream that closes (or talks out of turn) must be noticed
   // here, not by the next request that would be sent into a dead connection.
   connection->stream.startReading();
@@ -54,8 +50,23 @@ void UpstreamPool::put(std::unique_ptr<UpstreamConnection> connection) {
   ++count_;
   if (!sweeping_) {
     sweeping_ = true;
-    sweep_.start(idle_limit_, [this] { expire(); });
+    sweep_.start(std::chrono::milliseconds(kReleaseAfterMs), [this] { expire(); });
   }
+}
+
+SSL_SESSION* UpstreamPool::resumption(const UpstreamKey& key) const {
+  auto it = sessions_.find(key);
+  return it == sessions_.end() ? nullptr : it->second.get();
+}
+
+void UpstreamPool::remember(const UpstreamKey& key, tls::SslSessionPtr session) {
+  if (!session) {
+    return;
+  }
+  if (sessions_.size() >= kMaxSessions && sessions_.count(key) == 0) {
+    sessions_.clear();  // rare: thousands of distinct hosts; a full handshake each is fine
+  }
+  sessions_[key] = std::move(session);
 }
 
 void UpstreamPool::expire() {
@@ -63,6 +74,15 @@ void UpstreamPool::expire() {
   std::uint64_t now = uv_now(loop_);
   for (auto it = idle_.begin(); it != idle_.end();) {
     auto& list = it->second;
+    for (Entry& e : list) {
+      if (!e.released && now - e.idle_since_ms >= kReleaseAfterMs) {
+        if (e.connection->tls) {
+          e.connection->tls->releaseBuffers();
+        }
+        e.connection->stream.releaseBuffers();
+        e.released = true;
+      }
+    }
     while (!list.empty() &&
            now - list.front().idle_since_ms >= static_cast<std::uint64_t>(idle_limit_.count())) {
       io::TcpStream* stream = &list.front().connection->stream;
@@ -75,7 +95,7 @@ void UpstreamPool::expire() {
   }
   if (count_ > 0) {
     sweeping_ = true;
-    sweep_.start(idle_limit_ / 2 + std::chrono::milliseconds(1), [this] { expire(); });
+    sweep_.start(std::chrono::milliseconds(kReleaseAfterMs), [this] { expire(); });
   }
 }
 
@@ -117,6 +137,7 @@ void UpstreamPool::close(std::function<void()> done) {
   }
   idle_.clear();
   count_ = 0;
+  sessions_.clear();
   sweep_.close([this] {
     sweep_closed_ = true;
     maybeDone();

@@ -53,6 +53,12 @@ class UpstreamPool : private io::TcpStream::Handler {
   std::unique_ptr<UpstreamConnection> take(const UpstreamKey& key, io::TcpStream::Handler* handler);
   // Keeps a connection whose last exchange ended cleanly.
   void put(std::unique_ptr<UpstreamConnection> connection);
+  // TLS session resumption per key (SPEC §1: never across keys): the session of the last
+  // connection to (sandbox, H, port), offered by the next one so it skips the full handshake.
+  // Owned by the pool; the pointer is valid until the next remember() for that key.
+  SSL_SESSION* resumption(const UpstreamKey& key) const;
+  void remember(const UpstreamKey& key, tls::SslSessionPtr session);
+
   // Closes everything; `done` runs when every handle has closed.
   void close(std::function<void()> done);
   std::size_t idle() const { return count_; }
@@ -61,7 +67,12 @@ class UpstreamPool : private io::TcpStream::Handler {
   struct Entry {
     std::unique_ptr<UpstreamConnection> connection;
     std::uint64_t idle_since_ms = 0;
+    bool released = false;  // buffers given back (idle for kReleaseAfter)
   };
+  // A connection idle this long gives its buffers back; not at once, or a keep-alive client
+  // taking it again a microsecond later would pay for the memory twice per request.
+  static constexpr std::uint64_t kReleaseAfterMs = 1000;
+  static constexpr std::size_t kMaxSessions = 4096;
 
   void onRead(io::TcpStream& stream, std::span<const char> data) override;
   void onEof(io::TcpStream& stream) override;
@@ -79,6 +90,7 @@ class UpstreamPool : private io::TcpStream::Handler {
   std::chrono::milliseconds idle_limit_;
   std::map<UpstreamKey, std::list<Entry>> idle_;
   std::size_t count_ = 0;
+  std::map<UpstreamKey, tls::SslSessionPtr> sessions_;
   // Closing connections, kept until their close callback.
   std::map<io::TcpStream*, std::unique_ptr<UpstreamConnection>> closing_;
   io::Timer sweep_;

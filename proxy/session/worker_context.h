@@ -19,6 +19,7 @@ class Session;
 class UpstreamPool;
 
 struct WorkerContext {
+  int worker = 0;  // the worker's index, for the logs
   uv_loop_t* loop = nullptr;
   GatewayState* state = nullptr;
   dns::Resolver* resolver = nullptr;

@@ -54,11 +54,13 @@ bool configureCommon(SSL_CTX* ctx) {
   SSL_CTX_set_security_level(ctx, std::max(kMinSecurityLevel, SSL_CTX_get_security_level(ctx)));
   // Renegotiation is a DoS lever and a source of identity confusion; nothing here needs it.
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-  // RELEASE_BUFFERS: an idle connection holds no 16 KiB record buffers. The write buffer is
-  // a growable memory queue, so SSL_write always takes everything in one call; partial
-  // writes are not enabled (TlsSession::write still loops, in case they ever are), and a
-  // retried write may come from a moved buffer.
-  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // No SSL_MODE_RELEASE_BUFFERS: it frees and reallocates a 16 KiB record buffer around every
+  // record, a malloc and a free per read on a busy connection. The session releases buffers
+  // itself once a connection has been idle for a second (TlsSession::releaseBuffers), so idle
+  // connections still hold none. The write buffer is a growable memory queue, so SSL_write
+  // always takes everything in one call; partial writes are not enabled (TlsSession::write
+  // still loops, in case they ever are), and a retried write may come from a moved buffer.
+  SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   return SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1 &&
          SSL_CTX_set_max_proto_version(ctx, 0) == 1;  // 0: the highest this OpenSSL knows
 }

@@ -401,9 +401,11 @@ ReadStatus TlsSession::read(std::span<char> out, std::size_t* n) {
   if (state_->failure.kind != FailureKind::None) {
     return ReadStatus::Failed;
   }
+  // SSL_get_error() reads the error queue: only this call's errors may be on it. Once per
+  // call, not per record: a successful SSL_read_ex queues nothing.
+  ERR_clear_error();
   std::size_t total = 0;
   while (total < out.size()) {
-    ERR_clear_error();
     std::size_t got = 0;
     int ret = SSL_read_ex(state_->ssl.get(), out.data() + total, out.size() - total, &got);
     if (ret == 1) {
@@ -437,9 +439,9 @@ bool TlsSession::write(std::span<const char> plaintext) {
   if (state_->failure.kind != FailureKind::None) {
     return false;
   }
+  ERR_clear_error();  // as in read(): once per call
   std::size_t offset = 0;
   while (offset < plaintext.size()) {
-    ERR_clear_error();
     std::size_t written = 0;
     int ret = SSL_write_ex(state_->ssl.get(), plaintext.data() + offset, plaintext.size() - offset,
                            &written);

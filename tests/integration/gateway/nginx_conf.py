@@ -51,6 +51,12 @@ def _server(d, names, listens, cert, root, role, extra=""):
                  "        proxy_set_header Host sink;\n"
                  "        proxy_pass http://unix:%s/sink.sock:/;\n"
                  "    }" % d)
+    # An upstream that closes idle keep-alive connections almost at once (after answering a
+    # request here), to test what sluice does with an upstream connection that died idle.
+    lines.append("    location /brief/ {\n"
+                 "        keepalive_timeout 300ms;\n"
+                 "        return 200 \"brief\\n\";\n"
+                 "    }")
     lines.append("    location = /chunked.html {\n"
                  "        sub_filter 'SLUICE-MARK' 'replaced-by-nginx';\n"
                  "        sub_filter_once off;\n"

@@ -212,18 +212,25 @@ void Session::onClientBytes(std::span<const char> data) {
   }
 }
 
-// Above this, corked writes go out at once: a TLS record holds 16 KiB.
-constexpr std::size_t kCorkLimit = 16 * 1024;
+// While corked, pieces that fit together in this many bytes are gathered into one TLS record;
+// larger ones are encrypted as they come.
+constexpr std::size_t kGatherLimit = 4 * 1024;
+// Encrypted records waiting for the end of a corked callback are written once they reach this.
+constexpr std::size_t kWriteBatch = 64 * 1024;
 
 void Session::sendClient(std::string_view bytes) {
   if (cork_depth_ > 0 && !bytes.empty()) {
-    client_out_.append(bytes);
-    if (client_out_.size() >= kCorkLimit) {
-      std::string pending;
-      pending.swap(client_out_);
-      writeClientNow(pending);
-      pending.clear();
-      client_out_.swap(pending);  // keep the capacity
+    if (client_out_.size() + bytes.size() <= kGatherLimit) {
+      client_out_.append(bytes);
+      return;
+    }
+    if (!client_out_.empty()) {
+      sealClient(client_out_);
+      client_out_.clear();
+    }
+    sealClient(bytes);
+    if (client_tls_ && client_tls_->pendingCiphertext() >= kWriteBatch) {
+      pushClientCiphertext();
     }
     return;
   }
@@ -247,26 +254,39 @@ void Session::flushCorked() {
     upstream_out_.swap(pending);
   }
   if (!client_out_.empty()) {
-    std::string pending;
-    pending.swap(client_out_);
-    writeClientNow(pending);
-    pending.clear();
-    client_out_.swap(pending);
+    sealClient(client_out_);
+    client_out_.clear();
   }
+  pushClientCiphertext();
 }
 
 void Session::writeClientNow(std::string_view bytes) {
+  sealClient(bytes);
+  pushClientCiphertext();
+}
+
+void Session::sealClient(std::string_view bytes) {
+  if (bytes.empty() || state_ == State::Closing) {
+    return;
+  }
   if (!client_tls_) {
     client_.write(bytes);
     return;
   }
-  if (!bytes.empty() && !client_tls_->write(std::span<const char>(bytes.data(), bytes.size()))) {
+  if (!client_tls_->write(std::span<const char>(bytes.data(), bytes.size()))) {
     close("tls write to client failed");
+  }
+}
+
+void Session::pushClientCiphertext() {
+  if (!client_tls_ || state_ == State::Closing) {
     return;
   }
   std::span<const char> out = client_tls_->peekCiphertext();
-  client_.write(out);
-  client_tls_->consumeCiphertext(out.size());
+  if (!out.empty()) {
+    client_.write(out);
+    client_tls_->consumeCiphertext(out.size());
+  }
 }
 
 // Feeds buffered client plaintext to the request parser for as long as the state lets it.

@@ -127,9 +127,16 @@ class Session : private io::TcpStream::Handler,
   void pumpClientTls();
   // Writes to the client (through TLS when inside the tunnel). While corked (inside a read
   // callback) small writes are gathered and go out as one TLS record and one write when the
-  // callback returns: a response head and a small body otherwise cost two of each.
+  // callback returns: a response head and a small body otherwise cost two of each. Large
+  // pieces (a body read from the upstream) are encrypted at once, uncopied, but their records
+  // also wait for the end of the callback, up to kWriteBatch: one write per upstream read, not
+  // one per 16 KiB record.
   void sendClient(std::string_view bytes);
   void writeClientNow(std::string_view bytes);
+  // Encrypts `bytes` into the client's TLS output (plain HTTP: writes them).
+  void sealClient(std::string_view bytes);
+  // Hands the client's pending TLS records to the socket.
+  void pushClientCiphertext();
   // Sends what corked writes gathered, in order, to both sides.
   void flushCorked();
   struct Cork {

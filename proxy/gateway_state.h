@@ -34,6 +34,9 @@ struct GatewayState {
   std::unique_ptr<audit::AuditLog> audit;
   std::atomic<std::uint64_t> next_connection_id{1};
   std::atomic<std::uint64_t> open_connections{0};
+  // Set when connections end or give their buffers back; the main thread then returns the
+  // heap's free pages to the OS (Server), so RSS follows the connections held, not the peak.
+  std::atomic<bool> heap_shrank{false};
 
   // Loads or creates every sandbox's CA, builds the TLS contexts and opens the audit log.
   // `notices` receives one line per CA created, for the operator.

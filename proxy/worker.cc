@@ -70,6 +70,12 @@ Result<Ok, std::string> Worker::start() {
   uv_loop_init(&loop_);
   uv_async_init(&loop_, &async_, &Worker::onAsync);
   async_.data = this;
+  uv_check_init(&loop_, &flush_audit_);
+  flush_audit_.data = this;
+  uv_check_start(&flush_audit_, [](uv_check_t* check) noexcept {
+    static_cast<Worker*>(check->data)->state_.audit->flushAll();
+  });
+  uv_unref(reinterpret_cast<uv_handle_t*>(&flush_audit_));
   resolver_ = std::make_unique<dns::Resolver>(&loop_, state_.config->dns);
   pool_ = std::make_unique<session::UpstreamPool>(
       &loop_, kPooledPerKey, std::min(kPooledIdleLimit, state_.config->limits.idle_timeout));
@@ -250,6 +256,7 @@ void Worker::sessionFinished(session::Session* s) {
   sessions_.erase(s);
   session_count_.store(sessions_.size());
   busy_.fetch_sub(1);
+  state_.heap_shrank.store(true, std::memory_order_relaxed);
 }
 
 // No more hand-overs: what is queued is closed, and async_ may close.
@@ -295,6 +302,7 @@ void Worker::closeAll() {
   }
   closeInbox();
   uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&flush_audit_), nullptr);
 }
 
 }  // namespace sluice::proxy

@@ -88,6 +88,8 @@ class Worker {
   int index_;
   uv_loop_t loop_{};
   uv_async_t async_{};
+  // Runs after each round of I/O callbacks: the audit lines they wrote go out in one write.
+  uv_check_t flush_audit_{};
   std::thread thread_;
   std::atomic<bool> stop_accepting_{false};
   std::atomic<bool> shutdown_{false};

@@ -112,7 +112,7 @@ Result<std::unique_ptr<AuditSink>, std::string> AuditSink::open(const std::strin
   }
   logger->set_pattern("%v");
   logger->set_level(spdlog::level::info);
-  logger->flush_on(spdlog::level::info);
+  logger->flush_on(spdlog::level::off);  // AuditSink::flush() decides
   return std::unique_ptr<AuditSink>(new AuditSink(path, std::move(logger), std::move(chain)));
 }
 
@@ -144,8 +144,19 @@ void AuditSink::write(const AuditRecord& record) {
   line_ += kChainMember;
   line_ += previous_chain_;
   line_ += "\"}";
-  logger_->info(std::string_view(line_));  // flush_on(info): written before we return
+  logger_->info(std::string_view(line_));
   ++records_;
+  unflushed_.store(true, std::memory_order_release);
+}
+
+void AuditSink::flush() {
+  if (!unflushed_.load(std::memory_order_acquire)) {
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  if (unflushed_.exchange(false, std::memory_order_acq_rel)) {
+    logger_->flush();
+  }
 }
 
 std::uint64_t AuditSink::records() const {
@@ -168,6 +179,12 @@ Result<std::unique_ptr<AuditLog>, std::string> AuditLog::open(const policy::Conf
     log->by_sandbox_[sandbox.name] = it->second.get();
   }
   return log;
+}
+
+void AuditLog::flushAll() {
+  for (auto& [path, sink] : by_path_) {
+    sink->flush();
+  }
 }
 
 AuditSink* AuditLog::sinkFor(std::string_view sandbox) const {

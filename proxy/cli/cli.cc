@@ -15,6 +15,9 @@ constexpr std::string_view kUsage =
     "  sluice explain -c FILE --sandbox NAME --url URL [--method M] [--sni NAME] [--ip ADDR]...\n"
     "                               the verdict for one hypothetical request, as JSON\n"
     "  sluice ca init --dir DIR     write DIR/ca.pem and DIR/ca.key; never overwrites\n"
+    "  sluice env -c FILE --sandbox NAME\n"
+    "                               the shell lines a sandbox needs (proxy and CA variables)\n"
+    "  sluice audit verify FILE     check an audit log's hash chain (exit 1: the first bad line)\n"
     "  sluice version\n";
 
 int usage(Streams streams, std::string_view problem) {
@@ -52,6 +55,15 @@ int run(int argc, char** argv, Streams streams) {
       return caInitCommand(rest.subspan(1), streams);
     }
     return usage(streams, "ca: expected 'ca init --dir DIR'");
+  }
+  if (command == "env") {
+    return envCommand(rest, streams);
+  }
+  if (command == "audit") {
+    if (!rest.empty() && rest.front() == "verify") {
+      return auditVerifyCommand(rest.subspan(1), streams);
+    }
+    return usage(streams, "audit: expected 'audit verify FILE'");
   }
   if (command == "help" || command == "--help" || command == "-h") {
     std::fprintf(streams.out, "%.*s", static_cast<int>(kUsage.size()), kUsage.data());

@@ -27,6 +27,8 @@ int runCommand(std::span<const std::string_view> args, Streams streams);
 int checkCommand(std::span<const std::string_view> args, Streams streams);
 int explainCommand(std::span<const std::string_view> args, Streams streams);
 int caInitCommand(std::span<const std::string_view> args, Streams streams);
+int envCommand(std::span<const std::string_view> args, Streams streams);
+int auditVerifyCommand(std::span<const std::string_view> args, Streams streams);
 int versionCommand(std::span<const std::string_view> args, Streams streams);
 
 }  // namespace sluice::cli

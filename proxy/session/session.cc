@@ -461,6 +461,12 @@ void Session::writeAudit(policy::Verdict verdict, policy::Reason reason, int sta
   audited_connection_ = true;
 }
 
+void Session::flushAudit() {
+  if (audited_connection_ && sandbox_.audit != nullptr) {
+    sandbox_.audit->flush();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Endings.
 
@@ -483,6 +489,7 @@ void Session::finishConnection() {
   }
   unpark();
   lookup_.reset();
+  flushAudit();  // this connection's records reach the OS before it closes
   client_.shutdownWrite();
   phase_deadline_ms_ = uv_now(ctx_.loop) + kLingerMs;
   transition(State::Lingering);
@@ -505,6 +512,7 @@ void Session::close(std::string_view why) {
   }
   state_ = State::Closing;
   lookup_.reset();  // cancel-on-destroy: the resolver will not call back
+  flushAudit();
   client_.close();
   timer_.close([this] {
     if (--open_handles_ == 0) {
@@ -621,6 +629,7 @@ void Session::releaseIdleBuffers() {
     return;
   }
   unpark();  // an idle client's upstream may serve another client meanwhile
+  ctx_.state->heap_shrank.store(true, std::memory_order_relaxed);
   client_out_ = std::string();
   upstream_out_ = std::string();
   if (client_tls_) {

@@ -187,6 +187,8 @@ class Session : private io::TcpStream::Handler,
   // Refuses a tunnel whose TLS never started: an alert where one can be sent, then close.
   void refuseTunnel(policy::Reason reason, std::uint8_t alert, std::string_view detail);
   void writeAudit(policy::Verdict verdict, policy::Reason reason, int status);
+  // Hands this connection's buffered audit records to the OS (before the client is closed).
+  void flushAudit();
   void finishConnection();
   void close(std::string_view why);
   void armTimer();

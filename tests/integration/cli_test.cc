@@ -245,6 +245,62 @@ TEST(CaInit, WritesAPrivateKeyAndNeverOverwrites) {
   EXPECT_EQ(before, after);
 }
 
+std::string sandboxConfig(const TempDir& dir, const std::string& sandbox_lines) {
+  return dir.write("sluice.yaml", "version: 1\nsandboxes:\n  - name: agent\n" + sandbox_lines +
+                                      "    policy: p\npolicies:\n  p:\n    rules:\n"
+                                      "      - name: r\n        hosts: [pypi.org]\n");
+}
+
+TEST(Env, ProxyAndCaLinesThatAShellCanEvaluate) {
+  TempDir dir;
+  std::string config =
+      sandboxConfig(dir, "    listen: \"[::1]:3128\"\n    ca: \"" + dir.path().string() +
+                             "/it's here\"\n");
+  ProcessResult r = sluice({"env", "-c", config, "--sandbox", "agent"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("export HTTPS_PROXY='http://[::1]:3128'\n"));
+  EXPECT_THAT(r.out, HasSubstr("export http_proxy='http://[::1]:3128'\n"));
+  // A quote in the path survives the shell: '\'' closes, escapes and reopens.
+  EXPECT_THAT(r.out, HasSubstr("export PIP_CERT='" + dir.path().string() +
+                               "/it'\\''s here/ca.pem'\n"));
+  ProcessResult shell = runProcess(
+      {"/bin/sh", "-c", "eval \"$1\" && printf '%s' \"$CARGO_HTTP_CAINFO\"", "sh", r.out});
+  EXPECT_EQ(shell.out, dir.path().string() + "/it's here/ca.pem");
+}
+
+TEST(Env, TransparentOnlySandboxGetsTheCaLinesAlone) {
+  TempDir dir;
+  std::string config = sandboxConfig(dir, "    transparent: 10.200.0.1:3129\n    ca: /var/ca\n");
+  ProcessResult r = sluice({"env", "-c", config, "--sandbox", "agent"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("PROXY")));
+  EXPECT_THAT(r.out, HasSubstr("export SSL_CERT_FILE='/var/ca/ca.pem'\n"));
+}
+
+TEST(Env, BadInputExitsTwo) {
+  TempDir dir;
+  std::string wildcard = sandboxConfig(dir, "    listen: 0.0.0.0:3128\n    ca: /var/ca\n");
+  ProcessResult r = sluice({"env", "-c", wildcard, "--sandbox", "agent"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("every address"));
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(sluice({"env", "-c", wildcard, "--sandbox", "other"}).exit_code, 2);
+  EXPECT_EQ(sluice({"env", "-c", wildcard}).exit_code, 2);
+  EXPECT_EQ(sluice({"env", "--sandbox", "agent"}).exit_code, 2);
+}
+
+TEST(AuditVerify, UsageAndUnreadableFile) {
+  EXPECT_EQ(sluice({"audit", "verify"}).exit_code, 2);
+  EXPECT_EQ(sluice({"audit", "check", "x"}).exit_code, 2);
+  ProcessResult missing = sluice({"audit", "verify", "/nonexistent/audit.jsonl"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("/nonexistent/audit.jsonl"));
+  TempDir dir;
+  ProcessResult empty = sluice({"audit", "verify", dir.write("empty.jsonl", "")});
+  EXPECT_EQ(empty.exit_code, 0);
+  EXPECT_EQ(empty.out, "ok 0 records\n");
+}
+
 TEST(Usage, UnknownCommandsAndVersion) {
   EXPECT_EQ(sluice({}).exit_code, 2);
   ProcessResult unknown = sluice({"frobnicate"});

@@ -1,0 +1,138 @@
+"""`sluice env` and `sluice audit verify` (SPEC §2, §6) against a running sluice:
+
+  - a fresh shell that evaluates `sluice env` reaches allowed hosts with curl and pip and no
+    other proxy or CA flags (pip is told only which index to use);
+  - the audit log a real run wrote verifies, and every kind of tampering (a byte edited, a line
+    deleted, two lines swapped, the file cut mid-line) is found at its line.
+"""
+import hashlib
+import os
+import subprocess
+
+import content as C
+from netutil import clean_env
+from oracles import get, marker
+
+
+def sluice_cli(gw, *args):
+    return subprocess.run([gw.sluice.binary, *args], capture_output=True, text=True, timeout=60,
+                          cwd=gw.sluice.workdir, env=clean_env())
+
+
+def env_lines(gw):
+    r = sluice_cli(gw, "env", "-c", gw.sluice.config_path, "--sandbox", "sbx1")
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def in_fresh_shell(gw, command, cwd):
+    """`command` in sh after `eval "$(sluice env ...)"`, with no proxy or CA variables of ours."""
+    script = 'eval "$SLUICE_ENV_LINES"\n' + command
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=cwd, env=clean_env(SLUICE_ENV_LINES=env_lines(gw),
+                                                 PIP_CONFIG_FILE=os.devnull))
+
+
+def test_env_names_the_proxy_and_the_ca_in_every_variable(gw):
+    text = env_lines(gw)
+    exports = dict(line[len("export "):].split("=", 1) for line in text.splitlines()
+                   if line.startswith("export "))
+    proxy = "'http://%s:%d'" % gw.sluice.address
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        assert exports.get(name) == proxy, (name, text)
+    ca = "'%s'" % gw.sluice.ca_pem
+    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE",
+                 "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO"):
+        assert exports.get(name) == ca, (name, text)
+    assert "NO_PROXY" in exports and "no_proxy" in exports
+
+
+def test_env_refuses_an_unknown_sandbox(gw):
+    r = sluice_cli(gw, "env", "-c", gw.sluice.config_path, "--sandbox", "nosuch")
+    assert r.returncode == 2 and "nosuch" in r.stderr and r.stdout == ""
+
+
+def test_a_shell_that_evaluates_env_can_curl(gw):
+    m = marker()
+    url = gw.url("allowed.test", "/whoami.txt?m=" + m)
+    r = in_fresh_shell(gw, "curl -sS --max-time 30 %s" % url, gw.sluice.workdir)
+    assert r.returncode == 0 and r.stdout == "allowed.test\n", r.stderr
+
+
+def test_a_shell_that_evaluates_env_can_pip_download(gw, bed, scratch):
+    index = gw.url("allowed.test", "/simple/")
+    r = in_fresh_shell(gw, "/usr/bin/python3 -m pip download --no-deps --no-cache-dir "
+                           "--disable-pip-version-check --no-input --retries 0 --timeout 30 "
+                           "--index-url %s -d %s %s" % (index, scratch, C.PKG), scratch)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(os.path.join(scratch, C.WHEEL), "rb") as f:
+        assert hashlib.sha256(f.read()).hexdigest() == bed.content.wheel_sha256
+
+
+# --- audit verify ---------------------------------------------------------------------------
+
+def written_log(gw, scratch, n=6):
+    """A copy of the audit log after `n` more requests (allowed and denied)."""
+    mark = gw.audit.mark()
+    for i in range(n):
+        host = "allowed.test" if i % 2 == 0 else "evil.test"
+        gw.tunnel(host, [get("/whoami.txt?m=" + marker(), host=host)])
+    gw.audit.wait(mark, count=n)
+    copy = os.path.join(scratch, "audit.jsonl")
+    lines = gw.audit.lines()
+    with open(copy, "w") as f:
+        f.write("".join(line + "\n" for line in lines))
+    return copy, len(lines)
+
+
+def verify(gw, path):
+    return sluice_cli(gw, "audit", "verify", path)
+
+
+def rewrite(path, lines, tail=""):
+    with open(path, "w") as f:
+        f.write("".join(line + "\n" for line in lines) + tail)
+
+
+def test_audit_verify_passes_on_the_log_of_a_real_run(gw, scratch):
+    path, n = written_log(gw, scratch)
+    r = verify(gw, path)
+    assert (r.returncode, r.stdout) == (0, "ok %d records\n" % n), r.stderr
+
+
+def test_audit_verify_finds_every_tampering_at_its_line(gw, scratch):
+    path, n = written_log(gw, scratch)
+    with open(path) as f:
+        original = f.read().split("\n")[:-1]
+    assert n >= 6
+
+    def edited_byte(lines):
+        line = lines[3]
+        at = line.index('"conn":') + len('"conn":')
+        digit = line[at]
+        lines[3] = line[:at] + ("1" if digit != "1" else "2") + line[at + 1:]
+        return lines, "", 4
+
+    def deleted(lines):
+        del lines[2]
+        return lines, "", 3
+
+    def swapped(lines):
+        lines[1], lines[2] = lines[2], lines[1]
+        return lines, "", 2
+
+    def cut_mid_line(lines):
+        last = lines.pop()
+        return lines, last[:len(last) // 2], n
+
+    for tamper in (edited_byte, deleted, swapped, cut_mid_line):
+        lines, tail, bad = tamper(list(original))
+        rewrite(path, lines, tail)
+        r = verify(gw, path)
+        assert r.returncode == 1, (tamper.__name__, r.stdout, r.stderr)
+        assert r.stdout.startswith("line %d: " % bad), (tamper.__name__, r.stdout)
+
+
+def test_audit_verify_of_a_missing_file_is_bad_input(gw, scratch):
+    r = verify(gw, os.path.join(scratch, "nothing-here.jsonl"))
+    assert r.returncode == 2 and "nothing-here" in r.stderr

@@ -616,6 +616,12 @@ void Session::armTimer() {
   if (release_deadline_ms_ != 0) {
     deadline = std::min(deadline, release_deadline_ms_);
   }
+  if (armed_for_ms_ != 0 && armed_for_ms_ <= deadline) {
+    // Already armed for this moment or an earlier one, which re-arms for the rest: a deadline
+    // that moved later (each request moves the idle deadline) costs no timer-heap update.
+    return;
+  }
+  armed_for_ms_ = deadline;
   std::uint64_t delay = deadline > now ? deadline - now : 0;
   timer_.start(std::chrono::milliseconds(delay), [this] { onTimer(); });
 }
@@ -642,6 +648,7 @@ void Session::releaseIdleBuffers() {
 }
 
 void Session::onTimer() {
+  armed_for_ms_ = 0;
   std::uint64_t now = uv_now(ctx_.loop);
   const auto& limits = ctx_.state->config->limits;
   if (release_deadline_ms_ != 0 && now >= release_deadline_ms_) {

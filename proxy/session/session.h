@@ -207,6 +207,7 @@ class Session : private io::TcpStream::Handler,
   std::uint64_t last_activity_ms_ = 0;
   std::uint64_t phase_deadline_ms_ = 0;  // handshake, connect or linger deadline; 0: none
   std::uint64_t release_deadline_ms_ = 0;  // idle between requests: give buffers back then
+  std::uint64_t armed_for_ms_ = 0;  // when the timer fires (0: not armed)
   bool handshake_phase_ = true;
   bool draining_ = false;
   bool close_after_exchange_ = false;

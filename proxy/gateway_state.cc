@@ -5,9 +5,11 @@
 namespace sluice::proxy {
 
 Result<std::unique_ptr<GatewayState>, std::string> GatewayState::build(
-    std::shared_ptr<const policy::Config> config, std::vector<std::string>* notices) {
+    std::shared_ptr<const policy::Config> config, SecretValues secrets,
+    std::vector<std::string>* notices) {
   auto state = std::make_unique<GatewayState>();
   state->config = std::move(config);
+  state->secrets = std::move(secrets);
 
   auto audit = audit::AuditLog::open(*state->config);
   if (!audit) {

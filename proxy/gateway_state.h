@@ -15,6 +15,7 @@
 #include "certs/leaf_cache.h"
 #include "policy/config.h"
 #include "proxy/audit/audit_log.h"
+#include "proxy/secret_values.h"
 #include "proxy/tls/tls_context.h"
 
 namespace sluice::proxy {
@@ -32,6 +33,8 @@ struct GatewayState {
   tls::SslCtxPtr sandbox_tls;   // the sandbox-facing side (leaves set per connection)
   tls::SslCtxPtr upstream_tls;  // verifies upstreams against upstream.ca_file
   std::unique_ptr<audit::AuditLog> audit;
+  // The secrets' values (SPEC §5.5), for the rules that inject them.
+  SecretValues secrets;
   std::atomic<std::uint64_t> next_connection_id{1};
   std::atomic<std::uint64_t> open_connections{0};
   // Set when connections end or give their buffers back; the main thread then returns the
@@ -41,7 +44,8 @@ struct GatewayState {
   // Loads or creates every sandbox's CA, builds the TLS contexts and opens the audit log.
   // `notices` receives one line per CA created, for the operator.
   static Result<std::unique_ptr<GatewayState>, std::string> build(
-      std::shared_ptr<const policy::Config> config, std::vector<std::string>* notices);
+      std::shared_ptr<const policy::Config> config, SecretValues secrets,
+      std::vector<std::string>* notices);
 };
 
 }  // namespace sluice::proxy

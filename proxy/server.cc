@@ -126,7 +126,7 @@ struct SignalLoop {
 Server::~Server() = default;
 
 Result<std::unique_ptr<Server>, std::string> Server::create(
-    std::shared_ptr<const policy::Config> config, unsigned workers,
+    std::shared_ptr<const policy::Config> config, SecretValues secrets, unsigned workers,
     std::vector<std::string>* notices) {
   for (const policy::Sandbox& sandbox : config->sandboxes) {
     if (sandbox.dns_listen && sandbox.dns_listen->isWildcard()) {
@@ -143,7 +143,7 @@ Result<std::unique_ptr<Server>, std::string> Server::create(
   }
 
   std::unique_ptr<Server> server(new Server());
-  auto state = GatewayState::build(std::move(config), notices);
+  auto state = GatewayState::build(std::move(config), std::move(secrets), notices);
   if (!state) {
     return Err{state.error()};
   }

@@ -9,6 +9,7 @@
 
 #include "base/result.h"
 #include "policy/config.h"
+#include "proxy/secret_values.h"
 
 namespace sluice::proxy {
 
@@ -21,7 +22,7 @@ class Server {
   // Everything that can fail before serving fails here, with a message naming what: a CA that
   // cannot be created or loaded, an audit file that cannot be opened, a port in use.
   static Result<std::unique_ptr<Server>, std::string> create(
-      std::shared_ptr<const policy::Config> config, unsigned workers,
+      std::shared_ptr<const policy::Config> config, SecretValues secrets, unsigned workers,
       std::vector<std::string>* notices);
   ~Server();
 

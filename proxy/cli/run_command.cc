@@ -61,7 +61,15 @@ int runCommand(std::span<const std::string_view> args, Streams streams) {
   setUpLogging();
 
   std::vector<std::string> notices;
-  auto server = proxy::Server::create(config.value(), workerCount(), &notices);
+  // Secrets are part of the configuration: one that cannot be read is a config error (exit 2),
+  // named, never an empty header later.
+  auto secrets = proxy::SecretValues::load(*config.value());
+  if (!secrets) {
+    std::fprintf(streams.err, "sluice run: %s\n", secrets.error().c_str());
+    return kExitUsage;
+  }
+  auto server = proxy::Server::create(config.value(), std::move(secrets).value(), workerCount(),
+                                      &notices);
   if (!server) {
     std::fprintf(streams.err, "sluice run: %s\n", server.error().c_str());
     return kExitFailure;

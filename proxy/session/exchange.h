@@ -44,6 +44,10 @@ struct Exchange {
   policy::Verdict verdict = policy::Verdict::Deny;
   policy::Reason policy_reason = policy::Reason::None;  // report mode: what enforcing would say
   std::string rule;
+  // The rule of the latest decision that forwards it (after the addresses, when resolved): the
+  // one whose `inject` applies.
+  const policy::Rule* matched_rule = nullptr;
+  bool injected = false;  // the head carries a secret: wipe the buffers it passed through
 
   // Where it went.
   std::shared_ptr<const dns::Answer> answer;

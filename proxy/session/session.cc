@@ -250,6 +250,7 @@ void Session::flushCorked() {
     std::string pending;
     pending.swap(upstream_out_);
     writeUpstreamNow(pending);
+    wipeIfSecret(pending);
     pending.clear();
     upstream_out_.swap(pending);
   }

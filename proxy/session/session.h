@@ -175,6 +175,11 @@ class Session : private io::TcpStream::Handler,
   // Keeps the upstream for this client's next request when `reusable` (parks it), else
   // closes it.
   void releaseUpstream(bool reusable);
+  // SPEC §5.5: denies (secret_misuse) a request carrying the placeholder of a secret that
+  // exchange_.matched_rule does not inject. True when it did.
+  bool refuseSecretMisuse();
+  // Overwrites a buffer that held a head with an injected secret.
+  void wipeIfSecret(std::string& buffer);
   void retireUpstream();
   // The parked upstream goes to the worker's pool (closed instead when draining).
   void unpark();

@@ -1,9 +1,11 @@
 // The request half of the session: deciding each request head, resolving H, connecting to the
 // usable addresses (or taking a pooled connection), upstream TLS, and forwarding the exchange
 // in both directions with backpressure, then its audit record.
+#include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 
 #include "policy/authority.h"
+#include "policy/secret_use.h"
 #include "proxy/gateway_state.h"
 #include "proxy/http/head_writer.h"
 #include "proxy/session/denial.h"
@@ -46,6 +48,8 @@ void Exchange::reset(std::uint64_t now_ms, bool hash) {
   verdict = policy::Verdict::Deny;
   policy_reason = policy::Reason::None;
   rule.clear();
+  matched_rule = nullptr;
+  injected = false;
   answer.reset();
   usable.clear();
   next_address = 0;
@@ -190,7 +194,34 @@ void Session::onRequestHead() {
   }
   exchange_.verdict = d.verdict;
   exchange_.policy_reason = d.reason;
+  exchange_.matched_rule = d.rule;
+  if (refuseSecretMisuse()) {
+    return;  // before any DNS query or connection for it
+  }
   acquireUpstream(d);
+}
+
+// SPEC §5.5: a placeholder in any header value or in the target, of a secret the allowing rule
+// does not inject, is `secret_misuse`: denied before anything is forwarded, and on record.
+bool Session::refuseSecretMisuse() {
+  const auto& secrets = ctx_.state->config->secrets;
+  if (secrets.empty()) {
+    return false;
+  }
+  const http::RequestHead& head = request_parser_.head();
+  const policy::Rule* rule = exchange_.matched_rule;
+  const policy::Secret* misused = policy::misusedSecret(secrets, rule, head.target);
+  for (std::size_t i = 0; misused == nullptr && i < head.headers.size(); ++i) {
+    misused = policy::misusedSecret(secrets, rule, head.headers.value(i));
+  }
+  if (misused == nullptr) {
+    return false;
+  }
+  deny(policy::Reason::SecretMisuse,
+       "the request carries the placeholder of secret '" + misused->name + "', which " +
+           (rule != nullptr ? "rule '" + rule->name + "' does not inject"
+                            : std::string("no rule injects here")));
+  return true;
 }
 
 void Session::onRequestComplete() {
@@ -206,13 +237,31 @@ void Session::onRequestComplete() {
 // The exchange: the head sluice writes, the body up, the response down.
 
 void Session::startExchange() {
+  // Again with the rule that allowed the address actually dialled (it may not be the one that
+  // allowed the name).
+  if (refuseSecretMisuse()) {
+    return;
+  }
   transition(State::Exchanging);
   ++upstream_->exchanges;
   const http::RequestHead& head = request_parser_.head();
   std::string host_value = canonicalAuthority();
+  // Credential brokering: each header the rule injects replaces the sandbox's.
+  http::HeaderField injected[8];
+  std::size_t injections = 0;
+  if (const policy::Rule* rule = exchange_.matched_rule) {
+    for (const policy::SecretInjection& injection : rule->inject) {
+      if (injections < std::size(injected)) {
+        injected[injections++] = {injection.header, ctx_.state->secrets.value(injection.secret)};
+      }
+    }
+  }
+  exchange_.injected = injections > 0;
   scratch_.clear();
-  http::writeRequestHead(scratch_, head, exchange_.origin_target, host_value, {});
+  http::writeRequestHead(scratch_, head, exchange_.origin_target, host_value,
+                         std::span<const http::HeaderField>(injected, injections));
   sendUpstream(scratch_);
+  wipeIfSecret(scratch_);
   response_parser_.reset();
   response_parser_.expect(exchange_.method);
   last_activity_ms_ = uv_now(ctx_.loop);
@@ -230,6 +279,12 @@ std::string Session::canonicalAuthority() const {
     value += ':' + std::to_string(exchange_.port);
   }
   return value;
+}
+
+void Session::wipeIfSecret(std::string& buffer) {
+  if (exchange_.injected) {
+    OPENSSL_cleanse(buffer.data(), buffer.capacity());
+  }
 }
 
 void Session::sendUpstream(std::string_view bytes) {
@@ -448,6 +503,7 @@ void Session::releaseUpstream(bool reusable) {
     std::string pending;
     pending.swap(upstream_out_);
     writeUpstreamNow(pending);
+    wipeIfSecret(pending);
     pending.clear();
     upstream_out_.swap(pending);
     if (!upstream_) {

@@ -33,6 +33,7 @@ bool Session::takePooled(const UpstreamKey& key) {
     return false;
   }
   upstream_ = std::move(pooled);
+  exchange_.matched_rule = d.rule;
   exchange_.from_pool = true;
   exchange_.upstream = upstream_->address;
   startExchange();
@@ -115,6 +116,7 @@ void Session::onResolved(dns::LookupResult result) {
                                  exchange_.method, exchange_.origin_target));
     return;
   }
+  exchange_.matched_rule = d.rule;
   if (mode_ == audit::Mode::Transparent &&
       sandbox_.sandbox->original_dst == policy::OriginalDst::RequireMatch) {
     if (!originalDestinationMatches()) {

@@ -25,6 +25,7 @@ PROXY_STATUS = {
     "upstream_cert": {"tls_certificate_error"},
     "bad_request": {"http_request_error"},
     "header_too_large": {"http_request_error", "http_request_denied"},
+    "secret_misuse": {"http_request_denied"},
 }
 
 

@@ -22,7 +22,7 @@ LOG_FIELDS = [
     ("body_file", "$request_body_file"), ("content_length", "$http_content_length"),
     ("transfer_encoding", "$http_transfer_encoding"), ("user_agent", "$http_user_agent"),
     ("x_test", "$http_x_test"), ("x_hop", "$http_x_hop"),
-    ("proxy_authorization", "$http_proxy_authorization"),
+    ("proxy_authorization", "$http_proxy_authorization"), ("x_api_key", "$http_x_api_key"),
     ("proxy_connection", "$http_proxy_connection"), ("connection_hdr", "$http_connection"),
     ("upgrade", "$http_upgrade"), ("http2_settings", "$http_http2_settings"),
     ("bytes_sent", "$bytes_sent"), ("connection", "$connection"),

@@ -12,9 +12,9 @@ namespace sluice::proxy::session {
 // ---------------------------------------------------------------------------------------------
 // Getting an upstream connection: the pool, or DNS and connect.
 
-// This client's parked upstream or an idle pooled connection for `key`, if one passes this request's own checks: it was opened
-// for an earlier request, perhaps under another rule with other `ips` (or under none, in
-// report mode).
+// This client's parked upstream or an idle pooled connection for `key`, if one passes this
+// request's own checks: it was opened for an earlier request, perhaps under another rule with
+// other `ips` (or under none, in report mode).
 bool Session::takePooled(const UpstreamKey& key) {
   std::unique_ptr<UpstreamConnection> pooled;
   if (parked_ && parked_->key == key) {

@@ -183,19 +183,19 @@ void Worker::handleCommands() {
   }
 }
 
+// A connection counts in busy_ of the worker that will serve it from the moment it is chosen
+// (handed-over ones while they wait in the inbox), until its session is gone.
 void Worker::onAccepted(SandboxRuntime& sandbox, bool transparent, int fd) {
-  busy_.fetch_add(1);
   Worker* target = leastBusy();
   if (target != this) {
     target->busy_.fetch_add(1);
     if (target->handOver(Handover{fd, &sandbox, transparent})) {
       SPDLOG_DEBUG("worker {}: a connection handed to worker {}", index_, target->index_);
-      busy_.fetch_sub(1);
       return;
     }
     target->busy_.fetch_sub(1);
   }
-  busy_.fetch_sub(1);
+  busy_.fetch_add(1);
   serve(sandbox, transparent, fd);
 }
 
@@ -227,6 +227,7 @@ bool Worker::handOver(const Handover& h) {
   return true;
 }
 
+// `fd` is already counted in busy_; its session (or the close below) takes it off.
 void Worker::serve(SandboxRuntime& sandbox, bool transparent, int fd) {
   if (draining_) {
     ::close(fd);  // the kernel resets it; a draining gateway takes nothing new
@@ -240,7 +241,6 @@ void Worker::serve(SandboxRuntime& sandbox, bool transparent, int fd) {
   session::Session* s = owned.get();
   sessions_.emplace(s, std::move(owned));
   session_count_.store(sessions_.size());
-  busy_.fetch_add(1);
   if (state_.open_connections.load() > state_.config->limits.max_connections) {
     // Over the limit: accept (so the kernel queue does not fill) and close at once.
     SPDLOG_DEBUG("[C{}] over limits.max_connections: closed", id);
@@ -269,6 +269,7 @@ void Worker::closeInbox() {
   }
   for (const Handover& h : left) {
     ::close(h.fd);
+    busy_.fetch_sub(1);
   }
 }
 

@@ -69,21 +69,29 @@ def two_workers(sluice_binary, bed):
 def test_a_burst_of_clients_is_spread_over_the_workers_and_all_served(two_workers, bed):
     """40 clients connect at once and stay connected: both workers get a fair share (each
     worker's epoll wakes for the shared listening socket, and left alone the first to wake
-    takes the whole burst), and then every one of them is served."""
+    takes the whole burst). Three rounds, each after the last one's clients left: a worker's
+    count of its connections must come back down, or later rounds would all go to the other.
+    Then every one of them is served."""
     n = 40
-    held = []
-    try:
-        for _ in range(n):
-            held.append(socket.create_connection(two_workers.sluice.address, timeout=10))
-        accepted = lambda: re.findall(r"accepted from \S+ for sandbox sbx1 on worker (\d+)",
-                                      two_workers.sluice.stderr())
-        wait_until(lambda: len(accepted()) >= n, 20, "%d accepted connections" % n)
-        per_worker = collections.Counter(accepted())
-        assert set(per_worker) == {"0", "1"} and min(per_worker.values()) >= n // 2 - 4, \
-            per_worker
-    finally:
-        for s in held:
-            s.close()
+    seen = 0
+    for round_ in range(3):
+        held = []
+        try:
+            for _ in range(n):
+                held.append(socket.create_connection(two_workers.sluice.address, timeout=10))
+            accepted = lambda: re.findall(
+                r"accepted from \S+ for sandbox sbx1 on worker (\d+)",
+                two_workers.sluice.stderr())[seen:]
+            wait_until(lambda: len(accepted()) >= n, 20, "%d accepted connections" % n)
+            per_worker = collections.Counter(accepted()[:n])
+            assert set(per_worker) == {"0", "1"} and min(per_worker.values()) >= n // 2 - 4, \
+                (round_, per_worker)
+            seen += n
+        finally:
+            for s in held:
+                s.close()
+        closed = lambda: two_workers.sluice.stderr().count("close: client closed") >= seen
+        wait_until(closed, 20, "the round's connections closed")
 
     marks = [marker() for _ in range(n)]
 

@@ -121,6 +121,10 @@ Result<Ok, std::string> Worker::start() {
       }
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    inbox_open_ = true;
+  }
   thread_ = std::thread([this] { run(); });
   return Ok{};
 }

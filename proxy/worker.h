@@ -107,7 +107,9 @@ class Worker {
   std::vector<Worker*> peers_;
   std::mutex inbox_mutex_;
   std::vector<Handover> inbox_;  // guarded by inbox_mutex_
-  bool inbox_open_ = true;       // guarded by inbox_mutex_; async_ is open while true
+  // Guarded by inbox_mutex_; async_ is initialised and open while true: from start() (a peer
+  // may accept before this worker's loop exists) until closeAll().
+  bool inbox_open_ = false;
 };
 
 }  // namespace sluice::proxy

@@ -239,6 +239,7 @@ class Session : private io::TcpStream::Handler,
   std::size_t client_plain_offset_ = 0;
   bool message_end_pending_ = false;  // after a head: its end may come without more bytes
   std::string scratch_;        // heads and frames being written; reused
+  std::vector<http::HeaderField> inject_fields_;  // the rule's injected headers; reused
   int cork_depth_ = 0;
   std::string client_out_;     // corked plaintext for the client
   std::string upstream_out_;   // corked plaintext for the upstream

@@ -247,19 +247,15 @@ void Session::startExchange() {
   const http::RequestHead& head = request_parser_.head();
   std::string host_value = canonicalAuthority();
   // Credential brokering: each header the rule injects replaces the sandbox's.
-  http::HeaderField injected[8];
-  std::size_t injections = 0;
+  inject_fields_.clear();
   if (const policy::Rule* rule = exchange_.matched_rule) {
     for (const policy::SecretInjection& injection : rule->inject) {
-      if (injections < std::size(injected)) {
-        injected[injections++] = {injection.header, ctx_.state->secrets.value(injection.secret)};
-      }
+      inject_fields_.push_back({injection.header, ctx_.state->secrets.value(injection.secret)});
     }
   }
-  exchange_.injected = injections > 0;
+  exchange_.injected = !inject_fields_.empty();
   scratch_.clear();
-  http::writeRequestHead(scratch_, head, exchange_.origin_target, host_value,
-                         std::span<const http::HeaderField>(injected, injections));
+  http::writeRequestHead(scratch_, head, exchange_.origin_target, host_value, inject_fields_);
   sendUpstream(scratch_);
   wipeIfSecret(scratch_);
   response_parser_.reset();

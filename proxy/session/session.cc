@@ -38,6 +38,8 @@ std::string_view Session::toString(State s) {
       return "TlsHandshake";
     case State::ReadingRequest:
       return "ReadingRequest";
+    case State::HoldingBody:
+      return "HoldingBody";
     case State::Resolving:
       return "Resolving";
     case State::Connecting:
@@ -129,6 +131,9 @@ void Session::updateReading() {
     case State::Lingering:
       want_client = true;
       break;
+    case State::HoldingBody:
+      want_client = held_body_.size() < kBodyScanBytes && !held_complete_;
+      break;
     case State::Exchanging:
       // Until the request is complete its body is read as fast as the upstream takes it. Then
       // reading goes on, so that the next request of a keep-alive client does not cost two
@@ -181,6 +186,7 @@ void Session::onClientBytes(std::span<const char> data) {
       return;
     case State::ReadingProxyHead:
     case State::ReadingRequest:
+    case State::HoldingBody:
     case State::Exchanging:
       if (client_tls_) {
         client_tls_->feed(data);
@@ -293,6 +299,8 @@ void Session::pushClientCiphertext() {
 // Feeds buffered client plaintext to the request parser for as long as the state lets it.
 void Session::processClientPlaintext() {
   while (state_ == State::ReadingProxyHead || state_ == State::ReadingRequest ||
+         (state_ == State::HoldingBody && !held_complete_ &&
+          held_body_.size() < kBodyScanBytes) ||
          (state_ == State::Exchanging && !exchange_.request_done)) {
     std::span<const char> pending(client_plain_.data() + client_plain_offset_,
                                   client_plain_.size() - client_plain_offset_);
@@ -306,6 +314,10 @@ void Session::processClientPlaintext() {
       return;
     }
     if (event.kind == http::EventKind::NeedMore) {
+      if (state_ == State::HoldingBody && held_body_.size() >= kBodyScanBytes) {
+        finishHolding();  // it continues parsing itself once the exchange has started
+        return;
+      }
       if (state_ == State::ReadingRequest && event.consumed > 0 && phase_deadline_ms_ == 0) {
         // A head has begun: it must be complete within handshake_timeout, however slowly its
         // bytes trickle in (each byte would otherwise reset the idle timer: slowloris, R1).
@@ -342,6 +354,10 @@ void Session::processClientPlaintext() {
       onRequestComplete();
     }
     if (state_ == State::Closing || state_ == State::Lingering) {
+      return;
+    }
+    if (state_ == State::HoldingBody && (held_complete_ || held_body_.size() >= kBodyScanBytes)) {
+      finishHolding();
       return;
     }
   }
@@ -540,6 +556,10 @@ void Session::onEof(io::TcpStream& stream) {
         state_ == State::Sniffing || state_ == State::ReadingProxyHead ||
         state_ == State::ReadingClientHello || state_ == State::TlsHandshake) {
       close("client closed");
+      return;
+    }
+    if (state_ == State::HoldingBody && !held_complete_) {
+      deny(policy::Reason::BadRequest, "client closed mid-request");
       return;
     }
     // A request is in flight: finish what can be finished, then close.

@@ -77,6 +77,7 @@ class Session : private io::TcpStream::Handler,
     ReadingClientHello,
     TlsHandshake,
     ReadingRequest,
+    HoldingBody,  // secrets configured: the first 64 KiB of a body is read before any dialling
     Resolving,
     Connecting,
     UpstreamTls,
@@ -178,6 +179,8 @@ class Session : private io::TcpStream::Handler,
   // SPEC §5.5: denies (secret_misuse) a request carrying the placeholder of a secret that
   // exchange_.matched_rule does not inject. True when it did.
   bool refuseSecretMisuse();
+  // HoldingBody is over (64 KiB held, or the whole body): scan, then deny or go upstream.
+  void finishHolding();
   // Overwrites a buffer that held a head with an injected secret.
   void wipeIfSecret(std::string& buffer);
   void retireUpstream();
@@ -240,6 +243,12 @@ class Session : private io::TcpStream::Handler,
   bool message_end_pending_ = false;  // after a head: its end may come without more bytes
   std::string scratch_;        // heads and frames being written; reused
   std::vector<http::HeaderField> inject_fields_;  // the rule's injected headers; reused
+  // HoldingBody: the decoded start of the body (a little over 64 KiB at most), scanned for
+  // placeholders before anything is forwarded; sent ahead of the rest once the exchange starts.
+  std::string held_body_;
+  bool held_complete_ = false;  // the whole body is in held_body_
+  // SPEC §5.5: how much of a request body is looked at for placeholders.
+  static constexpr std::size_t kBodyScanBytes = 64 * 1024;
   int cork_depth_ = 0;
   std::string client_out_;     // corked plaintext for the client
   std::string upstream_out_;   // corked plaintext for the upstream

@@ -198,7 +198,35 @@ void Session::onRequestHead() {
   if (refuseSecretMisuse()) {
     return;  // before any DNS query or connection for it
   }
+  held_body_.clear();
+  held_complete_ = false;
+  if (!ctx_.state->config->secrets.empty() &&
+      exchange_.request_framing != http::BodyFraming::None) {
+    // A placeholder may also be in the body (SPEC §5.5): its first 64 KiB is read and looked at
+    // before anything is forwarded or even resolved. A client waiting for 100-continue gets it
+    // from sluice, or it would wait for an upstream that is not asked yet.
+    transition(State::HoldingBody);
+    if (head.expect_continue) {
+      sendClient("HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    return;  // processClientPlaintext() reads the body on, then finishHolding()
+  }
   acquireUpstream(d);
+}
+
+void Session::finishHolding() {
+  std::string_view scanned(held_body_);
+  scanned = scanned.substr(0, kBodyScanBytes);
+  const policy::Rule* rule = exchange_.matched_rule;
+  if (const policy::Secret* misused =
+          policy::misusedSecret(ctx_.state->config->secrets, rule, scanned)) {
+    deny(policy::Reason::SecretMisuse,
+         "the request body carries the placeholder of secret '" + misused->name + "', which " +
+             (rule != nullptr ? "rule '" + rule->name + "' does not inject"
+                              : std::string("no rule injects here")));
+    return;
+  }
+  acquireUpstream(decideRequest({}, false));
 }
 
 // SPEC §5.5: a placeholder in any header value or in the target, of a secret the allowing rule
@@ -225,6 +253,10 @@ bool Session::refuseSecretMisuse() {
 }
 
 void Session::onRequestComplete() {
+  if (state_ == State::HoldingBody) {
+    held_complete_ = true;  // sent, with its end, when the exchange starts
+    return;
+  }
   if (exchange_.request_framing == http::BodyFraming::Chunked && !exchange_.response_done) {
     sendUpstream(http::kLastChunk);
   }
@@ -258,6 +290,24 @@ void Session::startExchange() {
   http::writeRequestHead(scratch_, head, exchange_.origin_target, host_value, inject_fields_);
   sendUpstream(scratch_);
   wipeIfSecret(scratch_);
+  if (!held_body_.empty()) {
+    // What HoldingBody read, in the framing sluice forwards with, ahead of the rest.
+    if (exchange_.request_framing == http::BodyFraming::Chunked) {
+      scratch_.clear();
+      http::writeChunk(scratch_, held_body_);
+      sendUpstream(scratch_);
+    } else {
+      sendUpstream(held_body_);
+    }
+    std::string().swap(held_body_);
+  }
+  if (held_complete_) {
+    held_complete_ = false;
+    if (exchange_.request_framing == http::BodyFraming::Chunked) {
+      sendUpstream(http::kLastChunk);
+    }
+    exchange_.request_done = true;
+  }
   response_parser_.reset();
   response_parser_.expect(exchange_.method);
   last_activity_ms_ = uv_now(ctx_.loop);
@@ -319,6 +369,10 @@ void Session::onRequestBody(std::span<const char> data) {
   exchange_.req_bytes += data.size();
   if (exchange_.hashing) {
     EVP_DigestUpdate(exchange_.req_hash.get(), data.data(), data.size());
+  }
+  if (state_ == State::HoldingBody) {
+    held_body_.append(data.data(), data.size());
+    return;
   }
   if (exchange_.response_done) {
     return;  // the upstream already answered: the rest of the body goes nowhere

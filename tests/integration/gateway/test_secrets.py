@@ -7,10 +7,12 @@
   - the real secret appears nowhere: not in the audit log, not in sluice's stdout or stderr;
   - a secret sluice cannot read is a config error naming it (exit 2), never an empty header.
 
-Not yet covered, because not yet built: a placeholder in the request body (issue 6).
+With secrets configured, the first 64 KiB of every request body is read before anything is
+dialled: a placeholder there (whatever the framing split it into) is `secret_misuse`, and a
+body without one still reaches the upstream byte for byte, whatever its size and framing.
 """
+import hashlib
 import os
-import subprocess
 
 import pytest
 
@@ -108,3 +110,83 @@ def test_a_secret_that_cannot_be_read_is_a_config_error_naming_it(sluice_binary,
         assert "SLUICE_TEST_API_KEY is not set" in sluice.stderr()
     finally:
         runner.stop_all()
+
+
+# --- the body ----------------------------------------------------------------------------------
+
+def upload(gw, host, body, m, chunks=None, extra=()):
+    head = "POST /upload/%s HTTP/1.1\r\nHost: %s\r\nX-Test: %s\r\nConnection: close\r\n" % (
+        m, host, m)
+    head += "".join("%s: %s\r\n" % kv for kv in extra)
+    if chunks is None:
+        wire = (head + "Content-Length: %d\r\n\r\n" % len(body)).encode() + body
+    else:
+        pieces, at = [], 0
+        for n in chunks + [len(body)]:
+            pieces.append(body[at:at + n])
+            at += n
+        pieces = [p for p in pieces if p]
+        wire = (head + "Transfer-Encoding: chunked\r\n\r\n").encode() + b"".join(
+            b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+    return gw.tunnel(host, [wire])
+
+
+def stored_body(bed, m, role):
+    entry = bed.nginx.wait_access(role, lambda e: e["x_test"] == m)[0]
+    with open(entry["body_file"], "rb") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("size,chunks", [(10, None), (1 << 20, None), (200, [1, 5, 7]),
+                                         (300000, [70000, 3, 65536])])
+def test_bodies_without_placeholders_arrive_exactly(sgw, bed, size, chunks):
+    body = os.urandom(size)
+    m = marker()
+    ex = upload(sgw, "second.test", body, m, chunks)
+    assert ex.final.status == 200, ex.final
+    assert hashlib.sha256(stored_body(bed, m, "second")).digest() == \
+        hashlib.sha256(body).digest()
+
+
+@pytest.mark.parametrize("chunks", [None, [1000, 5], [1010]])
+def test_a_placeholder_in_the_body_is_misuse(sgw, bed, chunks):
+    """In one piece, or split across chunks (1000 bytes of padding, then the placeholder
+    straddling a chunk boundary)."""
+    body = b"x" * 1000 + b'{"key": "' + PLACEHOLDER.encode() + b'"}' + b"y" * 5000
+    m = marker()
+    mark = sgw.audit.mark()
+    ex = upload(sgw, "second.test", body, m, chunks)
+    expect.denial(ex.final, 403, "secret_misuse")
+    rec = sgw.audit.one(mark, lambda r: r["reason"] == "secret_misuse")
+    expect.record(rec, decision="deny", status=403)
+    bed.nginx.barrier()
+    assert [e for e in bed.nginx.access("second") if e["x_test"] == m] == []
+
+
+def test_a_placeholder_past_the_first_64_kib_is_not_looked_for(sgw, bed):
+    body = os.urandom(70 * 1024) + PLACEHOLDER.encode()
+    m = marker()
+    ex = upload(sgw, "second.test", body, m)
+    assert ex.final.status == 200
+    assert stored_body(bed, m, "second") == body
+
+
+def test_the_placeholder_in_a_body_to_the_injecting_rule_is_forwarded(sgw, bed):
+    body = b"token=" + PLACEHOLDER.encode()
+    m = marker()
+    ex = upload(sgw, "allowed.test", body, m)
+    assert ex.final.status == 200
+    assert stored_body(bed, m, "cdn") == body  # only the header is replaced, never the body
+
+
+def test_expect_100_continue_is_answered_while_the_body_is_held(sgw, bed, tmp_path):
+    path = tmp_path / "body.bin"
+    body = os.urandom(3000)
+    path.write_bytes(body)
+    m = marker()
+    r = sgw.curl(sgw.url("second.test", "/upload/" + m), "-H", "Expect: 100-continue",
+                 "-H", "X-Test: " + m, "--expect100-timeout", "30", "--data-binary",
+                 "@%s" % path)
+    assert r.http_code == 200, r.stderr
+    assert [b.status for b in r.blocks[1:]][:1] == [100], [b.status for b in r.blocks]
+    assert stored_body(bed, m, "second") == body

@@ -1,9 +1,10 @@
 #pragma once
-// The audit log: one JSON line per record (audit_record.h), through spdlog. Lines are batched:
-// write() leaves a line in the sink's buffer, and flush() hands everything buffered to the OS
-// in one write(2). Each worker flushes at the end of every loop iteration and before it closes
-// a client connection, so a record is on record before the connection it describes closes,
-// and a busy worker pays one write(2) per loop iteration instead of one per request.
+// The audit log: one JSON line per record (audit_record.h), through spdlog. write() leaves a
+// line in the sink's buffer and flush() hands everything buffered to the OS in one write(2).
+// A session flushes at the end of each of its callbacks, before the bytes it produced go to the
+// client, and before it closes: a record is on record before its answer is complete and before
+// its connection closes. Lines of several sessions (and workers) that meet in the buffer go
+// out together; each worker also flushes after every round of I/O callbacks.
 //
 // Every line ends with "chain": the hex SHA-256 of the previous line's chain (64 hex digits;
 // 64 "0"s for a file's first record) followed by this line's bytes up to `,"chain"` (SPEC §6).

@@ -493,6 +493,7 @@ void Session::finishConnection() {
   if (state_ == State::Closing || state_ == State::Lingering) {
     return;
   }
+  flushAudit();   // the record before the answer's last bytes, and before the connection closes
   flushCorked();  // everything said so far goes before close_notify and FIN
   if (client_tls_ && client_tls_->handshakeDone()) {
     client_tls_->shutdown();
@@ -506,7 +507,7 @@ void Session::finishConnection() {
   }
   unpark();
   lookup_.reset();
-  flushAudit();  // this connection's records reach the OS before it closes
+  flushAudit();  // (a record of what just happened, if any)
   client_.shutdownWrite();
   phase_deadline_ms_ = uv_now(ctx_.loop) + kLingerMs;
   transition(State::Lingering);
@@ -575,6 +576,7 @@ void Session::onEof(io::TcpStream& stream) {
     if (state_ == State::Exchanging && !exchange_.response_done) {
       http::ParseEvent event = response_parser_.finish();
       if (event.kind == http::EventKind::MessageComplete) {
+        flushResponseMask();
         exchange_.response_done = true;
         if (exchange_.to_client == http::ResponseFraming::Chunked ||
             exchange_.to_client == http::ResponseFraming::UntilClose) {

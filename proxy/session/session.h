@@ -52,6 +52,7 @@
 #include "proxy/io/tcp_stream.h"
 #include "proxy/io/timer.h"
 #include "proxy/session/exchange.h"
+#include "proxy/session/secret_mask.h"
 #include "proxy/session/upstream_pool.h"
 #include "proxy/session/worker_context.h"
 #include "proxy/tls/tls_session.h"
@@ -144,6 +145,10 @@ class Session : private io::TcpStream::Handler,
     explicit Cork(Session& session) : s(session) { ++s.cork_depth_; }
     ~Cork() {
       if (--s.cork_depth_ == 0) {
+        // A record written in this callback reaches the OS before the bytes that end the
+        // response it describes reach the client (a client that reads the log as soon as it
+        // has its answer finds the record).
+        s.flushAudit();
         s.flushCorked();
       }
     }
@@ -166,6 +171,10 @@ class Session : private io::TcpStream::Handler,
   void startExchange();
   std::string canonicalAuthority() const;
   void onResponseHead();
+  // A piece of the response body to the client, in the client's framing (masked first when
+  // this exchange injected a secret); flushResponseMask() sends what masking held back.
+  void sendResponseBody(std::span<const char> data);
+  void flushResponseMask();
   void onResponseComplete();
   void onUpstreamBytes(std::span<const char> data);
   void processUpstreamPlaintext(std::span<const char> data);
@@ -243,6 +252,9 @@ class Session : private io::TcpStream::Handler,
   bool message_end_pending_ = false;  // after a head: its end may come without more bytes
   std::string scratch_;        // heads and frames being written; reused
   std::vector<http::HeaderField> inject_fields_;  // the rule's injected headers; reused
+  std::vector<std::string_view> injected_values_;  // their values, masked in the response
+  SecretMask response_mask_;
+  std::string masked_;  // a response body piece after masking; reused
   // HoldingBody: the decoded start of the body (a little over 64 KiB at most), scanned for
   // placeholders before anything is forwarded; sent ahead of the rest once the exchange starts.
   std::string held_body_;

@@ -280,9 +280,12 @@ void Session::startExchange() {
   std::string host_value = canonicalAuthority();
   // Credential brokering: each header the rule injects replaces the sandbox's.
   inject_fields_.clear();
+  injected_values_.clear();
   if (const policy::Rule* rule = exchange_.matched_rule) {
     for (const policy::SecretInjection& injection : rule->inject) {
-      inject_fields_.push_back({injection.header, ctx_.state->secrets.value(injection.secret)});
+      std::string_view value = ctx_.state->secrets.value(injection.secret);
+      inject_fields_.push_back({injection.header, value});
+      injected_values_.push_back(value);
     }
   }
   exchange_.injected = !inject_fields_.empty();
@@ -488,6 +491,13 @@ void Session::onResponseHead() {
   }
   scratch_.clear();
   http::writeResponseHead(scratch_, head, exchange_.to_client, close_after_exchange_);
+  if (exchange_.injected) {
+    // An upstream that echoes the request must not hand the sandbox the secret.
+    maskSecrets(std::span<char>(scratch_.data(), scratch_.size()), injected_values_);
+    response_mask_.reset(injected_values_);
+  } else {
+    response_mask_.reset({});
+  }
   sendClient(scratch_);
   exchange_.response_head_sent = true;
 }
@@ -496,6 +506,19 @@ void Session::onResponseBody(std::span<const char> data) {
   exchange_.resp_bytes += data.size();
   if (exchange_.hashing) {
     EVP_DigestUpdate(exchange_.resp_hash.get(), data.data(), data.size());
+  }
+  if (response_mask_.active()) {
+    masked_.clear();
+    response_mask_.feed(data, masked_);
+    sendResponseBody(masked_);
+    return;
+  }
+  sendResponseBody(data);
+}
+
+void Session::sendResponseBody(std::span<const char> data) {
+  if (data.empty()) {
+    return;  // (an empty chunk would end a chunked body)
   }
   if (exchange_.to_client == http::ResponseFraming::Chunked) {
     scratch_.clear();
@@ -506,7 +529,17 @@ void Session::onResponseBody(std::span<const char> data) {
   }
 }
 
+void Session::flushResponseMask() {
+  if (response_mask_.active()) {
+    masked_.clear();
+    response_mask_.finish(masked_);
+    sendResponseBody(masked_);
+    response_mask_.reset({});
+  }
+}
+
 void Session::onResponseComplete() {
+  flushResponseMask();
   if (exchange_.to_client == http::ResponseFraming::Chunked) {
     sendClient(http::kLastChunk);
   }

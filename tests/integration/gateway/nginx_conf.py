@@ -57,6 +57,12 @@ def _server(d, names, listens, cert, root, role, extra=""):
                  "        keepalive_timeout 300ms;\n"
                  "        return 200 \"brief\\n\";\n"
                  "    }")
+    # Echoes the x-api-key the request carried, in a header and in the body (an upstream that
+    # would hand an injected secret back to the sandbox).
+    lines.append("    location = /echo-key {\n"
+                 "        add_header X-Echo-Key $http_x_api_key always;\n"
+                 "        return 200 \"key=$http_x_api_key\\n\";\n"
+                 "    }")
     lines.append("    location = /chunked.html {\n"
                  "        sub_filter 'SLUICE-MARK' 'replaced-by-nginx';\n"
                  "        sub_filter_once off;\n"

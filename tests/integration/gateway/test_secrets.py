@@ -60,6 +60,16 @@ def test_the_rule_injects_the_secret_in_place_of_the_placeholder(sgw, bed):
     expect.record(rec, decision="allow", rule="cdn", status=200)
 
 
+def test_an_upstream_that_echoes_the_secret_does_not_hand_it_to_the_sandbox(sgw, bed):
+    """/echo-key returns the x-api-key it received in a header and in the body: the sandbox
+    gets it masked, same length, so the framing holds."""
+    ex = sgw.tunnel("allowed.test", [get("/echo-key", headers=[("x-api-key", PLACEHOLDER)])])
+    assert ex.final.status == 200
+    assert SECRET.encode() not in ex.final.raw_head + ex.final.body
+    assert ex.final.body == b"key=" + b"*" * len(SECRET) + b"\n"
+    assert ex.final.header("X-Echo-Key") == "*" * len(SECRET)
+
+
 def test_the_secret_replaces_whatever_the_sandbox_sent(sgw, bed):
     m = marker()
     ex = sgw.tunnel("allowed.test", [get("/whoami.txt?m=" + m,

@@ -252,14 +252,7 @@ void Session::flushCorked() {
     upstream_out_.clear();
     return;
   }
-  if (!upstream_out_.empty()) {
-    std::string pending;
-    pending.swap(upstream_out_);
-    writeUpstreamNow(pending);
-    wipeIfSecret(pending);
-    pending.clear();
-    upstream_out_.swap(pending);
-  }
+  flushCorkedUpstream();
   if (!client_out_.empty()) {
     sealClient(client_out_);
     client_out_.clear();

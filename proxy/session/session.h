@@ -141,6 +141,7 @@ class Session : private io::TcpStream::Handler,
   void pushClientCiphertext();
   // Sends what corked writes gathered, in order, to both sides.
   void flushCorked();
+  void flushCorkedUpstream();
   struct Cork {
     explicit Cork(Session& session) : s(session) { ++s.cork_depth_; }
     ~Cork() {

@@ -330,6 +330,20 @@ std::string Session::canonicalAuthority() const {
   return value;
 }
 
+// Writes what corked sendUpstream() calls gathered. The buffer is swapped out while it is
+// written (a failed write may come back here) and keeps its capacity.
+void Session::flushCorkedUpstream() {
+  if (upstream_out_.empty()) {
+    return;
+  }
+  std::string pending;
+  pending.swap(upstream_out_);
+  writeUpstreamNow(pending);
+  wipeIfSecret(pending);
+  pending.clear();
+  upstream_out_.swap(pending);
+}
+
 void Session::wipeIfSecret(std::string& buffer) {
   if (exchange_.injected) {
     OPENSSL_cleanse(buffer.data(), buffer.capacity());
@@ -581,17 +595,10 @@ void Session::releaseUpstream(bool reusable) {
   if (!upstream_) {
     return;
   }
-  if (!upstream_out_.empty()) {
-    // Corked bytes for this upstream (a last chunk) go before it is pooled or closed.
-    std::string pending;
-    pending.swap(upstream_out_);
-    writeUpstreamNow(pending);
-    wipeIfSecret(pending);
-    pending.clear();
-    upstream_out_.swap(pending);
-    if (!upstream_) {
-      return;  // the write failed and the upstream is gone
-    }
+  // Corked bytes for this upstream (a last chunk) go before it is pooled or closed.
+  flushCorkedUpstream();
+  if (!upstream_) {
+    return;  // the write failed and the upstream is gone
   }
   if (upstream_->tls && upstream_->exchanges == 1 && !exchange_.upstream_dirty) {
     // After its first response a connection has read the TLS 1.3 tickets: keep one for the

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <utility>
 
+#include "proxy/io/socket_address.h"
+
 namespace sluice::proxy::dns {
 
 namespace {
@@ -23,28 +25,10 @@ constexpr std::size_t kMaxTcpResponseBytes = 0xffff;  // what a 2-byte length pr
 constexpr std::size_t kReadBufferSize = 64 * 1024;
 thread_local char t_read_buffer[kReadBufferSize];
 
-// Our own conversion (proxy/io/ links after proxy/dns/, so its socket_address is out of reach):
-// the listening address goes from the parsed IpAddress bytes straight to a sockaddr.
-socklen_t toSockaddr(const policy::Endpoint& endpoint, sockaddr_storage* out) {
-  std::memset(out, 0, sizeof(*out));
-  if (endpoint.ip.isV4()) {
-    auto* sin = reinterpret_cast<sockaddr_in*>(out);
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons(endpoint.port);
-    sin->sin_addr.s_addr = htonl(endpoint.ip.v4());
-    return sizeof(sockaddr_in);
-  }
-  auto* sin6 = reinterpret_cast<sockaddr_in6*>(out);
-  sin6->sin6_family = AF_INET6;
-  sin6->sin6_port = htons(endpoint.port);
-  std::memcpy(&sin6->sin6_addr, endpoint.ip.bytes().data(), 16);
-  return sizeof(sockaddr_in6);
-}
-
 // A bound socket (listening, for TCP), or -errno.
 int bindSocket(int type, const policy::Endpoint& endpoint) {
   sockaddr_storage address;
-  const socklen_t length = toSockaddr(endpoint, &address);
+  const socklen_t length = io::toSockaddr(endpoint, &address);
   const int fd = ::socket(address.ss_family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     return -errno;

@@ -55,6 +55,19 @@ enum class OriginalDst : std::uint8_t { Ignore, RequireMatch };
 std::string_view toString(SandboxMode m);
 std::string_view toString(OriginalDst o);
 
+// What one sandbox may use of the gateway, so that one busy or flooding sandbox cannot starve
+// the others (limits.per_sandbox, overridden key by key by a sandbox's own `limits`). nullopt
+// is unlimited. On a Sandbox these are the effective values, resolved by the loader: when
+// requests_per_second is set, request_burst is too (default max(1, requests_per_second)); when
+// it is not, request_burst is not either.
+struct SandboxLimits {
+  std::optional<std::uint64_t> max_connections;      // open client connections at once
+  std::optional<std::uint64_t> requests_per_second;  // 1..10^9; refill rate of the bucket
+  std::optional<std::uint64_t> request_burst;        // bucket size: requests at once after idle
+
+  bool operator==(const SandboxLimits&) const = default;
+};
+
 struct Sandbox {
   std::string name;                   // [a-z0-9._-]+
   std::optional<Endpoint> listen;     // explicit proxy
@@ -65,6 +78,7 @@ struct Sandbox {
   SandboxMode mode = SandboxMode::Enforce;
   OriginalDst original_dst = OriginalDst::Ignore;
   std::optional<std::string> audit_path;
+  SandboxLimits limits;               // effective: the sandbox's own, else limits.per_sandbox
   std::string source_file;            // the file the entry came from
   // Every endpoint of this configuration that sluice listens on (all sandboxes and admin).
   // sluice never dials these, whatever a rule's `ips` says: no loops through itself.
@@ -105,6 +119,7 @@ struct Limits {
   Duration handshake_timeout{10000};
   Duration idle_timeout{60000};
   Duration shutdown_grace{10000};
+  SandboxLimits per_sandbox;  // as written: the defaults every Sandbox::limits starts from
 };
 
 struct Config {

@@ -3,7 +3,9 @@
 //
 // Order of work: everything that other parts refer to is read first (secrets, then policies,
 // then sandboxes, then the files of sandboxes_dir), so that a reference can be checked when it
-// is read. Errors are sorted into file and document order at the end.
+// is read. What depends on several parts (overlapping endpoints, a sandbox's limits over
+// limits.per_sandbox) is settled after all are read. Errors are sorted into file and document
+// order at the end.
 
 #include "policy/config_loader.h"
 
@@ -276,10 +278,11 @@ void readAdmin(YamlWalker& walker, const YamlValue& value, LoadState& state) {
   });
 }
 
-void readLimits(YamlWalker& walker, const YamlValue& value, Limits& limits) {
+void readLimits(YamlWalker& walker, const YamlValue& value, LoadState& state) {
+  Limits& limits = state.config.limits;
   MapReader map(walker, value,
                 {"max_connections", "max_header_bytes", "handshake_timeout", "idle_timeout",
-                 "shutdown_grace"});
+                 "shutdown_grace", "per_sandbox"});
   map.read("max_connections", [&](const YamlValue& v) {
     auto n = readInteger(walker, v);
     if (n && *n == 0) {
@@ -306,6 +309,10 @@ void readLimits(YamlWalker& walker, const YamlValue& value, Limits& limits) {
   });
   map.read("shutdown_grace", [&](const YamlValue& v) {
     limits.shutdown_grace = readDuration(walker, v).value_or(limits.shutdown_grace);
+  });
+  map.read("per_sandbox", [&](const YamlValue& v) {
+    loader::readSandboxLimits(walker, v, state.per_sandbox_limits);
+    limits.per_sandbox = state.per_sandbox_limits.values;
   });
 }
 
@@ -397,7 +404,7 @@ void readRoot(YamlWalker& walker, const YAML::Node& root, LoadState& state) {
   map.read("upstream", [&](const YamlValue& v) { readUpstream(walker, v, state.config.upstream); });
   map.read("audit", [&](const YamlValue& v) { readAudit(walker, v, state.config.audit); });
   map.read("admin", [&](const YamlValue& v) { readAdmin(walker, v, state); });
-  map.read("limits", [&](const YamlValue& v) { readLimits(walker, v, state.config.limits); });
+  map.read("limits", [&](const YamlValue& v) { readLimits(walker, v, state); });
   const bool has_dir = map.find("sandboxes_dir") != nullptr;
   const bool has_list = map.read(
       "sandboxes", [&](const YamlValue& v) { readSandboxList(walker, v, state, has_dir); });
@@ -440,6 +447,9 @@ ConfigResult loadConfig(const ConfigText& main, const LoadOptions& options) {
     }
   }
   loader::checkEndpointOverlaps(state);
+  // Last: the top-level `limits` may come after `sandboxes`, and sandboxes_dir's files after
+  // both, so a sandbox's effective limits are known only now.
+  loader::resolveSandboxLimits(state);
   if (!state.errors.empty()) {
     sortErrors(state);
     return Err{std::move(state.errors)};

@@ -34,6 +34,21 @@ struct SandboxName {
   int line = 0;
 };
 
+// Where a value was written, for an error found only after the whole load was read.
+struct ValuePosition {
+  std::string file;
+  YAML::Mark mark;
+  std::string path;  // the key path of the value
+};
+
+// Per-sandbox limits as written (limits.per_sandbox, or a sandbox's `limits`) and where
+// request_burst was: whether a burst has a rate is known only once the defaults and the
+// sandbox are both read, and the top-level `limits` may come after `sandboxes`.
+struct WrittenLimits {
+  SandboxLimits values;
+  std::optional<ValuePosition> burst;
+};
+
 struct LoadState {
   explicit LoadState(const LoadOptions& load_options) : options(load_options) {}
 
@@ -48,6 +63,10 @@ struct LoadState {
   bool secrets_readable = true;
   std::vector<EndpointUse> endpoints;
   std::vector<SandboxName> sandbox_names;
+  // limits.per_sandbox, and each sandbox's own `limits` (one per entry of config.sandboxes, in
+  // the same order), merged into Sandbox::limits by resolveSandboxLimits() at the end.
+  WrittenLimits per_sandbox_limits;
+  std::vector<WrittenLimits> sandbox_limits;
   // Files in the order they were read: the main file, then those of sandboxes_dir. Errors are
   // sorted by file in this order, then by position.
   std::vector<std::string> files;
@@ -62,6 +81,13 @@ void readPolicies(YamlWalker& walker, const YamlValue& value, LoadState& state);
 void readSandbox(YamlWalker& walker, const YamlValue& value, LoadState& state);
 // Sorts state.endpoints into document order and reports each one that overlaps an earlier one.
 void checkEndpointOverlaps(LoadState& state);
+// The map of limits.per_sandbox or of a sandbox's `limits`: max_connections,
+// requests_per_second, request_burst.
+void readSandboxLimits(YamlWalker& walker, const YamlValue& value, WrittenLimits& out);
+// Sets each Sandbox::limits to its effective values (its own, else the defaults; a burst
+// resolved from the rate), and reports a request_burst left without requests_per_second. Runs
+// once everything is read.
+void resolveSandboxLimits(LoadState& state);
 
 // config_loader.cc, shared helpers.
 // The position of `file` in state.files (files.size() if absent).

@@ -3,6 +3,8 @@
 // by the same function, so the two can never accept different keys.
 
 #include <algorithm>
+#include <limits>
+#include <string>
 #include <utility>
 
 #include "policy/config_loader_parts.h"
@@ -66,7 +68,7 @@ void readPolicyName(YamlWalker& walker, const YamlValue& value, const LoadState&
 void readSandbox(YamlWalker& walker, const YamlValue& value, LoadState& state) {
   MapReader map(walker, value,
                 {"name", "listen", "transparent", "dns_listen", "ca", "policy", "mode",
-                 "original_dst", "audit"});
+                 "original_dst", "audit", "limits"});
   if (!map.isMap()) {
     return;
   }
@@ -120,7 +122,84 @@ void readSandbox(YamlWalker& walker, const YamlValue& value, LoadState& state) {
   map.read("audit", [&](const YamlValue& v) {
     sandbox.audit_path = readPath(walker, v, /*allow_stdout=*/true);
   });
+  WrittenLimits limits;
+  map.read("limits", [&](const YamlValue& v) { readSandboxLimits(walker, v, limits); });
   state.config.sandboxes.push_back(std::move(sandbox));
+  state.sandbox_limits.push_back(std::move(limits));
+}
+
+void readSandboxLimits(YamlWalker& walker, const YamlValue& value, WrittenLimits& out) {
+  MapReader map(walker, value, {"max_connections", "requests_per_second", "request_burst"});
+  // Each a plain decimal count; 0 would be a sandbox that can do nothing at all, more likely a
+  // mistake for "unlimited" (which is leaving the key out).
+  auto readCount = [&](std::string_view key, std::optional<std::uint64_t>& field,
+                       std::uint64_t max) {
+    map.read(key, [&](const YamlValue& v) {
+      auto n = readInteger(walker, v);
+      if (n && *n == 0) {
+        walker.error(v.mark, "must be at least 1 (leave the key out for no limit)");
+      } else if (n && *n > max) {
+        walker.error(v.mark, "must be at most " + std::to_string(max));
+      } else if (n) {
+        field = *n;
+      }
+    });
+  };
+  constexpr std::uint64_t kNoMax = std::numeric_limits<std::uint64_t>::max();
+  readCount("max_connections", out.values.max_connections, kNoMax);
+  // The rate limiter counts time in nanoseconds: a faster rate than one per nanosecond would
+  // not be a limit it can keep.
+  readCount("requests_per_second", out.values.requests_per_second, 1000000000);
+  readCount("request_burst", out.values.request_burst, kNoMax);
+  const MapEntry* burst = map.find("request_burst");
+  if (burst != nullptr && out.values.request_burst) {
+    const std::string path =
+        walker.path().empty() ? "request_burst" : walker.path() + ".request_burst";
+    out.burst = ValuePosition{walker.file(), burst->value.mark, path};
+  }
+}
+
+void resolveSandboxLimits(LoadState& state) {
+  // A burst in the defaults without a rate is reported once, at the burst, naming the first
+  // sandbox it is left without a rate in (others might well set their own rate).
+  bool default_burst_reported = false;
+  const WrittenLimits& defaults = state.per_sandbox_limits;
+  for (std::size_t i = 0; i < state.config.sandboxes.size(); ++i) {
+    Sandbox& sandbox = state.config.sandboxes[i];
+    const WrittenLimits& own = state.sandbox_limits[i];
+    const SandboxLimits& d = defaults.values;
+    const SandboxLimits& o = own.values;
+    SandboxLimits& effective = sandbox.limits;
+    effective.max_connections = o.max_connections ? o.max_connections : d.max_connections;
+    effective.requests_per_second =
+        o.requests_per_second ? o.requests_per_second : d.requests_per_second;
+    effective.request_burst = o.request_burst ? o.request_burst : d.request_burst;
+    if (effective.requests_per_second) {
+      if (!effective.request_burst) {
+        // A second's worth at once: a client that sends each second's requests together, not
+        // spread over the second, is still within its rate.
+        effective.request_burst = std::max<std::uint64_t>(1, *effective.requests_per_second);
+      }
+      continue;
+    }
+    if (!effective.request_burst) {
+      continue;
+    }
+    effective.request_burst.reset();
+    if (own.burst) {
+      state.errors.push_back(makeConfigError(
+          own.burst->file, own.burst->mark, own.burst->path,
+          "a burst needs a rate: set requests_per_second here or in limits.per_sandbox"));
+    } else if (defaults.burst && !default_burst_reported) {
+      default_burst_reported = true;
+      const std::string who =
+          sandbox.name.empty() ? "a sandbox" : "sandbox " + quoteForMessage(sandbox.name);
+      state.errors.push_back(makeConfigError(
+          defaults.burst->file, defaults.burst->mark, defaults.burst->path,
+          "a burst needs a rate: " + who +
+              " has none; set limits.per_sandbox.requests_per_second or the sandbox's own"));
+    }
+  }
 }
 
 void checkEndpointOverlaps(LoadState& state) {

@@ -7,33 +7,36 @@ namespace sluice::policy {
 namespace {
 
 // The one table. Statuses follow SPEC §5.4: denials are 403 (over TLS when inside the tunnel),
-// framing errors 400, an oversized head 431, upstream failures 502/504. A status of 0 means the
-// connection is closed (with a TLS alert where one can be sent) because no HTTP answer can be
-// framed: not_tls has no HTTP to answer, sni_missing no certificate to answer over.
+// framing errors 400, an oversized head 431, upstream failures 502/504. A sandbox over its own
+// limits gets 429 (request rate) or 503 (connections): "try again later", not "never". A status
+// of 0 means the connection is closed (with a TLS alert where one can be sent) because no HTTP
+// answer can be framed: not_tls has no HTTP to answer, sni_missing no certificate to answer over.
 constexpr std::array<ReasonInfo, kReasonCount> kReasons = {{
-    {"", 200, ""},                                           // None
-    {"not_allowed_host", 403, "http_request_denied"},        //
-    {"not_allowed_port", 403, "http_request_denied"},        //
-    {"not_allowed_scheme", 403, "http_request_denied"},      //
-    {"not_allowed_method", 403, "http_request_denied"},      //
-    {"not_allowed_path", 403, "http_request_denied"},        //
-    {"bad_host", 403, "http_request_denied"},                //
-    {"ip_literal", 403, "destination_ip_prohibited"},        //
-    {"ip_denied", 403, "destination_ip_prohibited"},         //
-    {"sni_missing", 0, "tls_protocol_error"},                //
-    {"sni_mismatch", 403, "http_request_denied"},            //
-    {"host_missing", 403, "http_request_denied"},            //
-    {"host_duplicate", 403, "http_request_denied"},          //
-    {"host_mismatch", 403, "http_request_denied"},           //
-    {"dns_failed", 502, "dns_error"},                        //
-    {"dns_mismatch", 403, "destination_ip_prohibited"},      //
-    {"not_tls", 0, "tls_protocol_error"},                    //
-    {"bad_request", 400, "http_request_error"},              //
-    {"header_too_large", 431, "http_request_error"},         //
-    {"upstream_connect", 502, "destination_unavailable"},    //
-    {"upstream_cert", 502, "tls_certificate_error"},         //
-    {"upstream_timeout", 504, "connection_timeout"},         //
-    {"secret_misuse", 403, "http_request_denied"},           //
+    {"", 200, ""},                                              // None
+    {"not_allowed_host", 403, "http_request_denied"},           //
+    {"not_allowed_port", 403, "http_request_denied"},           //
+    {"not_allowed_scheme", 403, "http_request_denied"},         //
+    {"not_allowed_method", 403, "http_request_denied"},         //
+    {"not_allowed_path", 403, "http_request_denied"},           //
+    {"bad_host", 403, "http_request_denied"},                   //
+    {"ip_literal", 403, "destination_ip_prohibited"},           //
+    {"ip_denied", 403, "destination_ip_prohibited"},            //
+    {"sni_missing", 0, "tls_protocol_error"},                   //
+    {"sni_mismatch", 403, "http_request_denied"},               //
+    {"host_missing", 403, "http_request_denied"},               //
+    {"host_duplicate", 403, "http_request_denied"},             //
+    {"host_mismatch", 403, "http_request_denied"},              //
+    {"dns_failed", 502, "dns_error"},                           //
+    {"dns_mismatch", 403, "destination_ip_prohibited"},         //
+    {"not_tls", 0, "tls_protocol_error"},                       //
+    {"bad_request", 400, "http_request_error"},                 //
+    {"header_too_large", 431, "http_request_error"},            //
+    {"upstream_connect", 502, "destination_unavailable"},       //
+    {"upstream_cert", 502, "tls_certificate_error"},            //
+    {"upstream_timeout", 504, "connection_timeout"},            //
+    {"secret_misuse", 403, "http_request_denied"},              //
+    {"rate_limited", 429, "http_request_denied"},               //
+    {"too_many_connections", 503, "connection_limit_reached"},  //
 }};
 
 }  // namespace

@@ -33,9 +33,13 @@ enum class Reason : std::uint8_t {
   UpstreamCert,
   UpstreamTimeout,
   SecretMisuse,
+  // Per-sandbox limits (limits.per_sandbox, a sandbox's `limits`): one busy sandbox must not
+  // starve the others. Not policy reasons: a report-mode sandbox is limited all the same.
+  RateLimited,         // more requests than requests_per_second (and request_burst) allow
+  TooManyConnections,  // more open connections than the sandbox's max_connections
 };
 
-inline constexpr int kReasonCount = static_cast<int>(Reason::SecretMisuse) + 1;
+inline constexpr int kReasonCount = static_cast<int>(Reason::TooManyConnections) + 1;
 
 struct ReasonInfo {
   std::string_view token;         // "not_allowed_host"; "" for None

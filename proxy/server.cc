@@ -6,9 +6,14 @@
 #include <malloc.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <csignal>
 
+#include "proxy/admin/admin_server.h"
+#include "proxy/config_watch.h"
 #include "proxy/gateway_state.h"
+#include "proxy/generation.h"
+#include "proxy/version.h"
 #include "proxy/worker.h"
 
 namespace sluice::proxy {
@@ -28,12 +33,80 @@ namespace {
 constexpr int kMmapThreshold = 16 * 1024;
 constexpr std::uint64_t kTrimEveryMs = 5000;
 
-// The main thread's loop: signals, the drain, and trimming the heap.
-// The signal handles stay open until the workers are gone and the signals blocked: closing the
-// last handle of a signal restores its default action, and a SIGTERM arriving after that (a
-// supervisor repeating itself) would kill the process with 143 instead of the clean 0. They
-// are unref'd, so they do not keep the loop alive; `alive` does, until the shutdown.
-struct SignalLoop {
+// What a config needs besides passing the loader, before it can be served.
+Result<Ok, std::string> checkServable(const policy::Config& config) {
+  for (const policy::Sandbox& sandbox : config.sandboxes) {
+    if (sandbox.dns_listen && sandbox.dns_listen->isWildcard()) {
+      // Its address is the answer the sandbox gets for every allowed name.
+      return Err{"sandbox '" + sandbox.name + "': dns_listen " + sandbox.dns_listen->toString() +
+                 " must be the sandbox-facing address, not a wildcard"};
+    }
+  }
+  return Ok{};
+}
+
+// The listening sockets `config` needs. A socket of `previous` at the same address, for the
+// same kind of listener, is kept (for another sandbox: the same socket under a second fd, so
+// connections queued on it are not lost); the rest are bound now. Nothing of `previous` is
+// closed here: a reload that fails later leaves the running listeners as they were.
+Result<ListenSet, std::string> bindListeners(const policy::Config& config,
+                                             const ListenSet& previous) {
+  ListenSet sockets;
+  for (const policy::Sandbox& sandbox : config.sandboxes) {
+    for (bool transparent : {false, true}) {
+      const auto& endpoint = transparent ? sandbox.transparent : sandbox.listen;
+      if (!endpoint) {
+        continue;
+      }
+      auto same = std::find_if(previous.begin(), previous.end(), [&](const auto& s) {
+        return s->transparent == transparent && s->socket.endpoint() == *endpoint;
+      });
+      if (same != previous.end() && (*same)->sandbox == sandbox.name) {
+        sockets.push_back(*same);
+        continue;
+      }
+      auto socket = same != previous.end() ? (*same)->socket.duplicate()
+                                           : io::BoundSocket::bind(*endpoint, 1024);
+      if (!socket) {
+        return Err{"sandbox '" + sandbox.name + (transparent ? "' transparent " : "' listen ") +
+                   socket.error()};
+      }
+      sockets.push_back(std::make_shared<const ListenSocket>(
+          ListenSocket{std::move(socket).value(), sandbox.name, transparent}));
+    }
+  }
+  return sockets;
+}
+
+std::vector<std::string> sandboxNames(const Generation* generation) {
+  std::vector<std::string> names;
+  if (generation != nullptr) {
+    for (const SandboxView& view : generation->sandboxes) {
+      names.push_back(view.sandbox->name);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) {
+    out += (out.empty() ? "" : ", ") + name;
+  }
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+// The main thread's loop: signals, reloads, the admin endpoint, the drain, and trimming the
+// heap. The signal handles stay open until the workers are gone and the signals blocked:
+// closing the last handle of a signal restores its default action, and a SIGTERM arriving
+// after that (a supervisor repeating itself) would kill the process with 143 instead of the
+// clean 0. They are unref'd, so they do not keep the loop alive; `alive` does, until the
+// shutdown.
+struct Server::MainLoop {
+  Server* server = nullptr;
   uv_loop_t loop{};
   uv_signal_t sigterm{};
   uv_signal_t sigint{};
@@ -42,16 +115,18 @@ struct SignalLoop {
   uv_timer_t poll{};
   uv_timer_t grace{};
   uv_timer_t trim{};
-  GatewayState* state = nullptr;
-  std::vector<std::unique_ptr<Worker>>* workers = nullptr;
-  std::vector<ListenSocket>* sockets = nullptr;
-  std::chrono::milliseconds grace_period{0};
+  std::unique_ptr<ConfigWatch> watch;
   bool draining = false;
   bool shut_down = false;
 
+  admin::AdminServer::Handlers adminHandlers() {
+    return admin::AdminServer::Handlers{[this] { return server->renderMetrics(); },
+                                        [this] { return !draining; }};
+  }
+
   std::size_t sessions() const {
     std::size_t n = 0;
-    for (const auto& w : *workers) {
+    for (const auto& w : server->workers_) {
       n += w->sessions();
     }
     return n;
@@ -62,7 +137,7 @@ struct SignalLoop {
       return;
     }
     shut_down = true;
-    for (auto& w : *workers) {
+    for (auto& w : server->workers_) {
       w->shutdown();
     }
     for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(&alive),
@@ -70,6 +145,9 @@ struct SignalLoop {
                            reinterpret_cast<uv_handle_t*>(&grace),
                            reinterpret_cast<uv_handle_t*>(&trim)}) {
       uv_close(h, nullptr);
+    }
+    if (server->admin_ != nullptr) {
+      server->admin_->close(nullptr);
     }
   }
 
@@ -80,94 +158,91 @@ struct SignalLoop {
       return;
     }
     draining = true;
+    const auto grace_period = server->generation_->config->limits.shutdown_grace;
     spdlog::info("sluice: signal {}: no new connections; {} in flight get up to {} ms", signum,
                  sessions(), grace_period.count());
-    for (auto& w : *workers) {
+    if (watch != nullptr) {
+      watch->close([this] { watch.reset(); });
+    }
+    for (auto& w : server->workers_) {
       w->stopAccepting();
     }
     // The workers close their dup()s; closing the original too makes the kernel refuse new
     // connections at once, instead of queueing them until exit.
-    sockets->clear();
-    uv_timer_start(&poll, &SignalLoop::onPoll, 20, 20);
-    uv_timer_start(&grace, &SignalLoop::onGrace, static_cast<std::uint64_t>(grace_period.count()),
+    server->sockets_.clear();
+    uv_timer_start(&poll, &MainLoop::onPoll, 20, 20);
+    uv_timer_start(&grace, &MainLoop::onGrace, static_cast<std::uint64_t>(grace_period.count()),
                    0);
   }
 
   static void onSignal(uv_signal_t* handle, int signum) noexcept {
-    auto* self = static_cast<SignalLoop*>(handle->data);
+    auto* self = static_cast<MainLoop*>(handle->data);
     if (signum == SIGHUP) {
-      spdlog::warn("sluice: SIGHUP: this build does not reload its configuration yet; the "
-                   "running configuration stays in force");
+      if (!self->draining) {
+        self->server->reload("SIGHUP");
+      }
       return;
     }
     self->startDrain(signum);
   }
   static void onPoll(uv_timer_t* handle) noexcept {
-    auto* self = static_cast<SignalLoop*>(handle->data);
+    auto* self = static_cast<MainLoop*>(handle->data);
     if (self->sessions() == 0) {
       self->shutdownWorkers();
     }
   }
   static void onTrim(uv_timer_t* handle) noexcept {
-    auto* self = static_cast<SignalLoop*>(handle->data);
-    if (self->state->heap_shrank.exchange(false, std::memory_order_relaxed)) {
+    auto* self = static_cast<MainLoop*>(handle->data);
+    // Audit files of removed sandboxes close once their last connection is gone.
+    self->server->state_->audit.closeUnused();
+    if (self->server->state_->heap_shrank.exchange(false, std::memory_order_relaxed)) {
       malloc_trim(0);
     }
   }
   static void onGrace(uv_timer_t* handle) noexcept {
-    auto* self = static_cast<SignalLoop*>(handle->data);
+    auto* self = static_cast<MainLoop*>(handle->data);
     spdlog::warn("sluice: shutdown_grace over: closing {} connections", self->sessions());
     self->shutdownWorkers();
   }
 };
 
-}  // namespace
-
 Server::~Server() = default;
 
 Result<std::unique_ptr<Server>, std::string> Server::create(
-    std::shared_ptr<const policy::Config> config, SecretValues secrets, unsigned workers,
-    std::vector<std::string>* notices) {
-  for (const policy::Sandbox& sandbox : config->sandboxes) {
-    if (sandbox.dns_listen && sandbox.dns_listen->isWildcard()) {
-      // Its address is the answer the sandbox gets for every allowed name.
-      return Err{"sandbox '" + sandbox.name + "': dns_listen " + sandbox.dns_listen->toString() +
-                 " must be the sandbox-facing address, not a wildcard"};
-    }
+    std::shared_ptr<const policy::Config> config, SecretValues secrets, ConfigSource source,
+    unsigned workers, std::vector<std::string>* notices) {
+  if (auto servable = checkServable(*config); !servable) {
+    return Err{servable.error()};
   }
-  if (config->admin.listen) {
-    return Err{std::string("admin.listen is not served by this build yet")};
-  }
-  if (config->sandboxes_dir) {
-    return Err{std::string("sandboxes_dir is not served by this build yet")};
-  }
-
   std::unique_ptr<Server> server(new Server());
-  auto state = GatewayState::build(std::move(config), std::move(secrets), notices);
-  if (!state) {
-    return Err{state.error()};
+  server->source_ = std::move(source);
+  server->state_ = std::make_unique<GatewayState>();
+  server->state_->sandbox_tls = tls::makeServerContext();
+  if (!server->state_->sandbox_tls) {
+    return Err{std::string("cannot create the sandbox-facing TLS context")};
   }
-  server->state_ = std::move(state).value();
+  auto generation = buildGeneration(std::move(config), std::move(secrets), nullptr,
+                                    server->state_->audit, notices);
+  if (!generation) {
+    return Err{generation.error()};
+  }
+  server->generation_ = std::move(generation).value();
+  const policy::Config& c = *server->generation_->config;
 
-  for (auto& runtime : server->state_->sandboxes) {
-    const policy::Sandbox& sandbox = *runtime->sandbox;
-    for (bool transparent : {false, true}) {
-      const auto& endpoint = transparent ? sandbox.transparent : sandbox.listen;
-      if (!endpoint) {
-        continue;
-      }
-      auto socket = io::BoundSocket::bind(*endpoint, 1024);
-      if (!socket) {
-        return Err{"sandbox '" + sandbox.name + (transparent ? "' transparent " : "' listen ") +
-                   socket.error()};
-      }
-      server->sockets_.push_back(
-          ListenSocket{std::move(socket).value(), runtime.get(), transparent});
+  auto sockets = bindListeners(c, {});
+  if (!sockets) {
+    return Err{sockets.error()};
+  }
+  server->sockets_ = std::move(sockets).value();
+  if (c.admin.listen) {
+    auto admin = admin::AdminServer::bind(*c.admin.listen);
+    if (!admin) {
+      return Err{admin.error()};
     }
+    server->admin_ = std::move(admin).value();
   }
   for (unsigned i = 0; i < std::max(1u, workers); ++i) {
-    server->workers_.push_back(
-        std::make_unique<Worker>(*server->state_, server->sockets_, static_cast<int>(i)));
+    server->workers_.push_back(std::make_unique<Worker>(*server->state_, static_cast<int>(i)));
   }
   std::vector<Worker*> peers;
   for (auto& worker : server->workers_) {
@@ -177,6 +252,98 @@ Result<std::unique_ptr<Server>, std::string> Server::create(
     worker->setPeers(peers);
   }
   return server;
+}
+
+void Server::reload(std::string_view why) {
+  spdlog::info("sluice: {}: reloading {}", why,
+               source_.file.empty() ? std::string("the built-in configuration") : source_.file);
+  auto fail = [&](const std::string& message) {
+    spdlog::error("sluice: reload refused, the running configuration stays in force: {}",
+                  message);
+    state_->metrics.countReload(false);
+  };
+  auto config = source_.load();
+  if (!config) {
+    for (const policy::ConfigError& e : config.error()) {
+      spdlog::error("sluice: reload: {}", e.toString());
+    }
+    fail(std::to_string(config.error().size()) + " error(s) in the configuration");
+    return;
+  }
+  if (auto servable = checkServable(*config.value()); !servable) {
+    return fail(servable.error());
+  }
+  auto secrets = SecretValues::load(*config.value());
+  if (!secrets) {
+    return fail(secrets.error());
+  }
+  std::vector<std::string> notices;
+  auto generation = buildGeneration(config.value(), std::move(secrets).value(),
+                                    generation_.get(), state_->audit, &notices);
+  if (!generation) {
+    return fail(generation.error());
+  }
+  const policy::Config& c = *generation.value()->config;
+  auto sockets = bindListeners(c, sockets_);
+  if (!sockets) {
+    return fail(sockets.error());
+  }
+  std::unique_ptr<admin::AdminServer> moved_admin;
+  const auto& admin_before = generation_->config->admin.listen;
+  if (c.admin.listen && c.admin.listen != admin_before) {
+    // Bound before the old one closes: a reload that moves the admin address to one in use
+    // fails whole. (Moving it back and forth to the same address is not supported.)
+    auto admin = admin::AdminServer::bind(*c.admin.listen);
+    if (!admin) {
+      return fail(admin.error());
+    }
+    moved_admin = std::move(admin).value();
+    if (auto started = moved_admin->start(&main_->loop, main_->adminHandlers()); !started) {
+      moved_admin->close(nullptr);
+      return fail(started.error());
+    }
+  }
+
+  // Everything is ready: from here on the reload cannot fail.
+  std::vector<std::string> before = sandboxNames(generation_.get());
+  generation_ = std::move(generation).value();
+  sockets_ = std::move(sockets).value();
+  for (auto& worker : workers_) {
+    worker->adopt(generation_, sockets_);
+  }
+  if (c.admin.listen != admin_before) {
+    if (admin_ != nullptr) {
+      admin::AdminServer* old = admin_.release();
+      old->close([old] { delete old; });
+    }
+    admin_ = std::move(moved_admin);
+  }
+  if (main_->watch != nullptr) {
+    main_->watch->watchSandboxDir(c.sandboxes_dir);
+  }
+  state_->metrics.countReload(true);
+  for (const std::string& notice : notices) {
+    spdlog::info("sluice: {}", notice);
+  }
+  std::vector<std::string> after = sandboxNames(generation_.get());
+  std::vector<std::string> added;
+  std::vector<std::string> removed;
+  std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
+                      std::back_inserter(added));
+  std::set_difference(before.begin(), before.end(), after.begin(), after.end(),
+                      std::back_inserter(removed));
+  spdlog::info("sluice: reloaded: configuration {} in force, {} sandboxes (added: {}; removed: "
+               "{})",
+               generation_->number, after.size(), joined(added), joined(removed));
+}
+
+std::string Server::renderMetrics() const {
+  std::vector<admin::SandboxSample> samples;
+  for (const SandboxView& view : generation_->sandboxes) {
+    samples.push_back(admin::SandboxSample{view.sandbox->name, &view.runtime->metrics,
+                                           view.runtime->leaves->stats().minted});
+  }
+  return admin::renderPrometheus(state_->metrics, samples, SLUICE_VERSION);
 }
 
 int Server::run() {
@@ -192,7 +359,7 @@ int Server::run() {
   sigset_t previous;
   pthread_sigmask(SIG_BLOCK, &handled, &previous);
   for (auto& worker : workers_) {
-    auto started = worker->start();
+    auto started = worker->start(generation_, sockets_);
     if (!started) {
       spdlog::error("sluice: {}", started.error());
       for (auto& w : workers_) {
@@ -204,50 +371,68 @@ int Server::run() {
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 
-  SignalLoop signals;
-  signals.workers = &workers_;
-  signals.sockets = &sockets_;
-  signals.grace_period = state_->config->limits.shutdown_grace;
-  uv_loop_init(&signals.loop);
-  for (uv_signal_t* s : {&signals.sigterm, &signals.sigint, &signals.sighup}) {
-    uv_signal_init(&signals.loop, s);
-    s->data = &signals;
+  MainLoop main;
+  main.server = this;
+  main_ = &main;
+  uv_loop_init(&main.loop);
+  for (uv_signal_t* s : {&main.sigterm, &main.sigint, &main.sighup}) {
+    uv_signal_init(&main.loop, s);
+    s->data = &main;
   }
-  uv_signal_start(&signals.sigterm, &SignalLoop::onSignal, SIGTERM);
-  uv_signal_start(&signals.sigint, &SignalLoop::onSignal, SIGINT);
-  uv_signal_start(&signals.sighup, &SignalLoop::onSignal, SIGHUP);
-  for (uv_signal_t* s : {&signals.sigterm, &signals.sigint, &signals.sighup}) {
+  uv_signal_start(&main.sigterm, &MainLoop::onSignal, SIGTERM);
+  uv_signal_start(&main.sigint, &MainLoop::onSignal, SIGINT);
+  uv_signal_start(&main.sighup, &MainLoop::onSignal, SIGHUP);
+  for (uv_signal_t* s : {&main.sigterm, &main.sigint, &main.sighup}) {
     uv_unref(reinterpret_cast<uv_handle_t*>(s));
   }
-  uv_async_init(&signals.loop, &signals.alive, nullptr);
-  uv_timer_init(&signals.loop, &signals.poll);
-  uv_timer_init(&signals.loop, &signals.grace);
-  signals.poll.data = &signals;
-  signals.grace.data = &signals;
-  signals.state = state_.get();
-  uv_timer_init(&signals.loop, &signals.trim);
-  signals.trim.data = &signals;
-  uv_timer_start(&signals.trim, &SignalLoop::onTrim, kTrimEveryMs, kTrimEveryMs);
-  uv_unref(reinterpret_cast<uv_handle_t*>(&signals.trim));
+  uv_async_init(&main.loop, &main.alive, nullptr);
+  uv_timer_init(&main.loop, &main.poll);
+  uv_timer_init(&main.loop, &main.grace);
+  main.poll.data = &main;
+  main.grace.data = &main;
+  uv_timer_init(&main.loop, &main.trim);
+  main.trim.data = &main;
+  uv_timer_start(&main.trim, &MainLoop::onTrim, kTrimEveryMs, kTrimEveryMs);
+  uv_unref(reinterpret_cast<uv_handle_t*>(&main.trim));
+  int rc = 0;
+  if (admin_ != nullptr) {
+    if (auto started = admin_->start(&main.loop, main.adminHandlers()); !started) {
+      spdlog::error("sluice: {}", started.error());
+      rc = 1;
+      main.startDrain(SIGTERM);
+      main.shutdownWorkers();
+    }
+  }
+  if (rc == 0 && !source_.file.empty()) {
+    main.watch = std::make_unique<ConfigWatch>(&main.loop, source_.file,
+                                               [this] { reload("the configuration changed"); });
+    main.watch->watchSandboxDir(generation_->config->sandboxes_dir);
+  }
 
-  spdlog::info("sluice: ready ({} workers)", workers_.size());
-  uv_run(&signals.loop, UV_RUN_DEFAULT);
+  if (rc == 0) {
+    spdlog::info("sluice: ready ({} workers)", workers_.size());
+  }
+  uv_run(&main.loop, UV_RUN_DEFAULT);
 
   for (auto& worker : workers_) {
     worker->join();
   }
-  // The signal handles live in `signals`, on this stack, and libuv's process-wide handler
+  // The signal handles live in `main`, on this stack, and libuv's process-wide handler
   // would reach them after we return. From here on the only thread left blocks the signals:
   // one arriving now stays pending until the process has exited with 0, so the handles can
   // be closed (which restores the default actions) and the loop freed.
   pthread_sigmask(SIG_BLOCK, &handled, nullptr);
-  for (uv_signal_t* s : {&signals.sigterm, &signals.sigint, &signals.sighup}) {
+  for (uv_signal_t* s : {&main.sigterm, &main.sigint, &main.sighup}) {
     uv_close(reinterpret_cast<uv_handle_t*>(s), nullptr);
   }
-  uv_run(&signals.loop, UV_RUN_DEFAULT);
-  uv_loop_close(&signals.loop);
+  if (main.watch != nullptr) {
+    main.watch->close(nullptr);
+  }
+  uv_run(&main.loop, UV_RUN_DEFAULT);
+  uv_loop_close(&main.loop);
+  main_ = nullptr;
   spdlog::info("sluice: stopped");
-  return 0;
+  return rc;
 }
 
 }  // namespace sluice::proxy

@@ -28,10 +28,9 @@ constexpr std::uint16_t kTypeAaaa = 28;
 // The sandbox's resolver (SPEC §5.3): allowed names get the sandbox-facing gateway address of
 // the asked family (dns_listen's, else the transparent listener's), other types of allowed
 // names an empty answer, every other name NXDOMAIN. Nothing is ever forwarded.
-dns::SandboxAnswer answerFor(const SandboxRuntime& runtime, std::string_view qname,
+dns::SandboxAnswer answerFor(const policy::Sandbox& sandbox, std::string_view qname,
                              std::uint16_t qtype) {
   dns::SandboxAnswer answer;  // NXDOMAIN
-  const policy::Sandbox& sandbox = *runtime.sandbox;
   auto name = policy::canonicalizeHost(qname);
   if (!name || !policy::mayResolve(sandbox, *name)) {
     SPDLOG_DEBUG("sandbox {} resolver: NXDOMAIN for a name its policy does not allow",
@@ -54,10 +53,27 @@ dns::SandboxAnswer answerFor(const SandboxRuntime& runtime, std::string_view qna
   return answer;
 }
 
+bool sameDns(const policy::DnsSettings& a, const policy::DnsSettings& b) {
+  return a.servers == b.servers && a.timeout == b.timeout && a.max_ttl == b.max_ttl;
+}
+
+// A sandbox resolver's key: a reload keeps it running while sandbox and address are unchanged.
+std::string resolverKey(const policy::Sandbox& sandbox) {
+  return sandbox.name + " " + sandbox.dns_listen->toString();
+}
+
+// Keeps `object` until its close callback, then lets it go (STYLE: a handle's memory outlives
+// its uv_close).
+template <typename T>
+void closeLater(std::map<void*, std::shared_ptr<void>>& closing, std::unique_ptr<T> object) {
+  T* raw = object.get();
+  closing.emplace(raw, std::shared_ptr<void>(std::move(object)));
+  raw->close([&closing, raw] { closing.erase(raw); });
+}
+
 }  // namespace
 
-Worker::Worker(GatewayState& state, const std::vector<ListenSocket>& sockets, int index)
-    : state_(state), sockets_(sockets), index_(index) {}
+Worker::Worker(GatewayState& state, int index) : state_(state), index_(index) {}
 
 Worker::~Worker() {
   if (thread_.joinable()) {
@@ -66,19 +82,24 @@ Worker::~Worker() {
   }
 }
 
-Result<Ok, std::string> Worker::start() {
+Result<Ok, std::string> Worker::start(std::shared_ptr<const Generation> generation,
+                                      ListenSet sockets) {
   uv_loop_init(&loop_);
   uv_async_init(&loop_, &async_, &Worker::onAsync);
   async_.data = this;
   uv_check_init(&loop_, &flush_audit_);
   flush_audit_.data = this;
   uv_check_start(&flush_audit_, [](uv_check_t* check) noexcept {
-    static_cast<Worker*>(check->data)->state_.audit->flushAll();
+    for (const auto& sink : static_cast<Worker*>(check->data)->generation_->audit_sinks) {
+      sink->flush();
+    }
   });
   uv_unref(reinterpret_cast<uv_handle_t*>(&flush_audit_));
-  resolver_ = std::make_unique<dns::Resolver>(&loop_, state_.config->dns);
+  uv_timer_init(&loop_, &retire_timer_);
+  retire_timer_.data = this;
+  resolver_ = std::make_unique<dns::Resolver>(&loop_, generation->config->dns);
   pool_ = std::make_unique<session::UpstreamPool>(
-      &loop_, kPooledPerKey, std::min(kPooledIdleLimit, state_.config->limits.idle_timeout));
+      &loop_, kPooledPerKey, std::min(kPooledIdleLimit, generation->config->limits.idle_timeout));
   context_ = std::make_unique<session::WorkerContext>();
   context_->worker = index_;
   context_->loop = &loop_;
@@ -87,39 +108,13 @@ Result<Ok, std::string> Worker::start() {
   context_->pool = pool_.get();
   context_->finished = [this](session::Session* s) { sessionFinished(s); };
 
-  for (const ListenSocket& socket : sockets_) {
-    SandboxRuntime* sandbox = socket.sandbox;
-    bool transparent = socket.transparent;
-    auto listener = std::make_unique<io::TcpListener>(
-        &loop_, [this, sandbox, transparent](int fd) { onAccepted(*sandbox, transparent, fd); });
-    auto started = listener->start(socket.socket);
-    listeners_.push_back(std::move(listener));
-    if (!started) {
-      // Unwind on the loop: close what was opened, then run it to completion.
-      closeAll();
-      uv_run(&loop_, UV_RUN_DEFAULT);
-      uv_loop_close(&loop_);
-      return Err{started.error()};
-    }
-  }
-  if (index_ == 0) {
-    for (const auto& runtime : state_.sandboxes) {
-      if (!runtime->sandbox->dns_listen) {
-        continue;
-      }
-      const SandboxRuntime* r = runtime.get();
-      auto resolver = std::make_unique<dns::SandboxResolver>(
-          &loop_, *r->sandbox->dns_listen,
-          [r](std::string_view qname, std::uint16_t qtype) { return answerFor(*r, qname, qtype); });
-      auto started = resolver->start();
-      sandbox_resolvers_.push_back(std::move(resolver));
-      if (!started) {
-        closeAll();
-        uv_run(&loop_, UV_RUN_DEFAULT);
-        uv_loop_close(&loop_);
-        return Err{"sandbox '" + r->sandbox->name + "' dns_listen " + started.error()};
-      }
-    }
+  auto applied = apply(std::move(generation), std::move(sockets));
+  if (!applied) {
+    // Unwind on the loop: close what was opened, then run it to completion.
+    closeAll();
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    uv_loop_close(&loop_);
+    return applied;
   }
   {
     std::lock_guard<std::mutex> lock(inbox_mutex_);
@@ -127,6 +122,155 @@ Result<Ok, std::string> Worker::start() {
   }
   thread_ = std::thread([this] { run(); });
   return Ok{};
+}
+
+void Worker::adopt(std::shared_ptr<const Generation> generation, ListenSet sockets) {
+  std::lock_guard<std::mutex> lock(inbox_mutex_);
+  if (!inbox_open_) {
+    return;  // shutting down: nothing to take up
+  }
+  next_generation_ = std::move(generation);
+  next_sockets_ = std::move(sockets);
+  uv_async_send(&async_);
+}
+
+Result<Ok, std::string> Worker::apply(std::shared_ptr<const Generation> generation,
+                                      ListenSet sockets) {
+  const policy::DnsSettings* dns_before =
+      generation_ != nullptr ? &generation_->config->dns : nullptr;
+  // The previous generation stays alive until the end of this function (dns_before).
+  std::shared_ptr<const Generation> previous = std::move(generation_);
+  generation_ = std::move(generation);
+  sockets_ = std::move(sockets);
+  context_->generation = generation_;
+  generation_in_use_.store(generation_->number);
+  syncResolver(dns_before);
+  if (previous != nullptr) {
+    drainRemovedSandboxes();
+  }
+  if (draining_) {
+    return Ok{};  // stopped accepting: no listener opens again
+  }
+  auto listening = syncListeners();
+  if (!listening) {
+    return listening;
+  }
+  return syncSandboxResolvers();
+}
+
+Result<Ok, std::string> Worker::syncListeners() {
+  std::map<const ListenSocket*, std::unique_ptr<io::TcpListener>> kept;
+  Result<Ok, std::string> result = Ok{};
+  for (const auto& socket : sockets_) {
+    if (auto it = listeners_.find(socket.get()); it != listeners_.end()) {
+      kept.emplace(socket.get(), std::move(it->second));
+      listeners_.erase(it);
+      continue;
+    }
+    std::shared_ptr<const ListenSocket> held = socket;
+    auto listener = std::make_unique<io::TcpListener>(
+        &loop_, [this, held](int fd) { onAccepted(held, fd); });
+    auto started = listener->start(socket->socket);
+    kept.emplace(socket.get(), std::move(listener));
+    if (!started && result) {
+      result = Err{"sandbox '" + socket->sandbox + "' " + started.error()};
+    }
+  }
+  // What is left belongs to listeners the new generation does not have.
+  for (auto& [socket, listener] : listeners_) {
+    closeLater(closing_, std::move(listener));
+  }
+  listeners_ = std::move(kept);
+  return result;
+}
+
+Result<Ok, std::string> Worker::syncSandboxResolvers() {
+  if (index_ != 0) {
+    return Ok{};
+  }
+  std::map<std::string, std::unique_ptr<dns::SandboxResolver>> kept;
+  Result<Ok, std::string> result = Ok{};
+  for (const SandboxView& view : generation_->sandboxes) {
+    const policy::Sandbox& sandbox = *view.sandbox;
+    if (!sandbox.dns_listen) {
+      continue;
+    }
+    std::string key = resolverKey(sandbox);
+    if (auto it = sandbox_resolvers_.find(key); it != sandbox_resolvers_.end()) {
+      kept.emplace(key, std::move(it->second));
+      sandbox_resolvers_.erase(it);
+      continue;
+    }
+    // The answer follows the generation in force when the query comes, by sandbox name.
+    auto resolver = std::make_unique<dns::SandboxResolver>(
+        &loop_, *sandbox.dns_listen,
+        [this, name = sandbox.name](std::string_view qname, std::uint16_t qtype) {
+          const SandboxView* current = generation_->find(name);
+          return current != nullptr ? answerFor(*current->sandbox, qname, qtype)
+                                    : dns::SandboxAnswer{};
+        });
+    auto started = resolver->start();
+    if (!started) {
+      if (result) {
+        result = Err{"sandbox '" + sandbox.name + "' dns_listen " + started.error()};
+      }
+      closeLater(closing_, std::move(resolver));
+      continue;
+    }
+    kept.emplace(key, std::move(resolver));
+  }
+  for (auto& [key, resolver] : sandbox_resolvers_) {
+    closeLater(closing_, std::move(resolver));
+  }
+  sandbox_resolvers_ = std::move(kept);
+  return result;
+}
+
+// New DNS settings: new lookups go to a new resolver; the old one finishes what it was asked
+// (its sessions hold cancel-on-destroy lookups on it) and then closes.
+void Worker::syncResolver(const policy::DnsSettings* before) {
+  const policy::DnsSettings& now = generation_->config->dns;
+  if (before == nullptr || sameDns(*before, now)) {
+    return;
+  }
+  retired_resolvers_.push_back(std::move(resolver_));
+  resolver_ = std::make_unique<dns::Resolver>(&loop_, now);
+  context_->resolver = resolver_.get();
+  uv_timer_start(&retire_timer_, [](uv_timer_t* t) noexcept {
+    static_cast<Worker*>(t->data)->closeRetiredResolvers();
+  }, static_cast<std::uint64_t>(before->timeout.count()) + 500, 0);
+}
+
+void Worker::closeRetiredResolvers() {
+  std::erase_if(retired_resolvers_, [this](std::unique_ptr<dns::Resolver>& r) {
+    if (r->inFlight() != 0) {
+      return false;
+    }
+    closeLater(closing_, std::move(r));
+    return true;
+  });
+  if (!retired_resolvers_.empty()) {
+    uv_timer_start(&retire_timer_, [](uv_timer_t* t) noexcept {
+      static_cast<Worker*>(t->data)->closeRetiredResolvers();
+    }, 500, 0);
+  }
+}
+
+// A sandbox that is gone, or came back with another CA (its clients trust the old one): its
+// connections finish the exchange in progress and close; new ones are no longer accepted.
+void Worker::drainRemovedSandboxes() {
+  std::vector<session::Session*> removed;
+  for (auto& [ptr, owned] : sessions_) {
+    const SandboxView* now = generation_->find(ptr->runtime().name);
+    if (now == nullptr || now->runtime.get() != &ptr->runtime()) {
+      removed.push_back(ptr);
+    }
+  }
+  for (session::Session* s : removed) {
+    if (sessions_.count(s) != 0) {
+      s->drain();
+    }
+  }
 }
 
 void Worker::run() {
@@ -163,17 +307,27 @@ void Worker::handleCommands() {
     return;
   }
   std::vector<Handover> handed;
+  std::shared_ptr<const Generation> next;
+  ListenSet next_sockets;
   {
     std::lock_guard<std::mutex> lock(inbox_mutex_);
     handed.swap(inbox_);
+    next = std::move(next_generation_);
+    next_sockets = std::move(next_sockets_);
+  }
+  if (next != nullptr) {
+    if (auto applied = apply(std::move(next), std::move(next_sockets)); !applied) {
+      spdlog::error("worker {}: {}", index_, applied.error());
+    }
   }
   for (const Handover& h : handed) {
-    serve(*h.sandbox, h.transparent, h.fd);
+    serve(*h.socket, h.fd);
   }
   if (stop_accepting_.load() && !draining_) {
     draining_ = true;
     context_->draining = true;
     closeListeners();
+    sockets_.clear();  // with the main thread's, the last fds of the sockets: refused from now
     // Sessions remove themselves from the map as they finish: walk a snapshot.
     std::vector<session::Session*> current;
     for (auto& [ptr, owned] : sessions_) {
@@ -189,18 +343,18 @@ void Worker::handleCommands() {
 
 // A connection counts in busy_ of the worker that will serve it from the moment it is chosen
 // (handed-over ones while they wait in the inbox), until its session is gone.
-void Worker::onAccepted(SandboxRuntime& sandbox, bool transparent, int fd) {
+void Worker::onAccepted(const std::shared_ptr<const ListenSocket>& socket, int fd) {
   Worker* target = leastBusy();
   if (target != this) {
     target->busy_.fetch_add(1);
-    if (target->handOver(Handover{fd, &sandbox, transparent})) {
+    if (target->handOver(Handover{fd, socket})) {
       SPDLOG_DEBUG("worker {}: a connection handed to worker {}", index_, target->index_);
       return;
     }
     target->busy_.fetch_sub(1);
   }
   busy_.fetch_add(1);
-  serve(sandbox, transparent, fd);
+  serve(*socket, fd);
 }
 
 // `this`, unless a peer still taking connections is less busy by two or more (by one would
@@ -221,39 +375,48 @@ Worker* Worker::leastBusy() {
   return best;
 }
 
-bool Worker::handOver(const Handover& h) {
+bool Worker::handOver(Handover h) {
   std::lock_guard<std::mutex> lock(inbox_mutex_);
   if (!inbox_open_) {
     return false;
   }
-  inbox_.push_back(h);
+  inbox_.push_back(std::move(h));
   uv_async_send(&async_);  // under the lock: closeInbox() cannot close async_ meanwhile
   return true;
 }
 
 // `fd` is already counted in busy_; its session (or the close below) takes it off.
-void Worker::serve(SandboxRuntime& sandbox, bool transparent, int fd) {
-  if (draining_) {
+void Worker::serve(const ListenSocket& socket, int fd) {
+  // The sandbox as the generation in force now has it; none if a reload removed it since the
+  // connection was accepted.
+  const SandboxView* view = generation_->find(socket.sandbox);
+  if (draining_ || view == nullptr) {
     ::close(fd);  // the kernel resets it; a draining gateway takes nothing new
     busy_.fetch_sub(1);
     return;
   }
   std::uint64_t id = state_.next_connection_id.fetch_add(1);
   auto owned = std::make_unique<session::Session>(
-      *context_, sandbox, id,
-      transparent ? session::Session::Listener::Transparent : session::Session::Listener::Explicit);
+      *context_, generation_, *view, id,
+      socket.transparent ? session::Session::Listener::Transparent
+                         : session::Session::Listener::Explicit);
   session::Session* s = owned.get();
   sessions_.emplace(s, std::move(owned));
   session_count_.store(sessions_.size());
-  if (state_.open_connections.load() > state_.config->limits.max_connections) {
-    // Over the limit: accept (so the kernel queue does not fill) and close at once.
-    SPDLOG_DEBUG("[C{}] over limits.max_connections: closed", id);
-    if (s->start(fd)) {
-      s->abort();
-    }
+  // Over a limit: accepted (so the kernel queue does not fill), recorded and closed at once.
+  // The process-wide limit protects the gateway and says nothing; a sandbox's own limit tells
+  // its client why. (Two workers may each let one more in at the same moment.)
+  const auto& sandbox_max = view->sandbox->limits.max_connections;
+  bool over_global = state_.open_connections.load() > generation_->config->limits.max_connections;
+  bool over_sandbox =
+      sandbox_max && static_cast<std::uint64_t>(
+                         view->runtime->metrics.connections_active.load()) > *sandbox_max;
+  if (!s->start(fd)) {
     return;
   }
-  s->start(fd);
+  if (over_global || over_sandbox) {
+    s->refuseConnection(policy::Reason::TooManyConnections, !over_global);
+  }
 }
 
 void Worker::sessionFinished(session::Session* s) {
@@ -278,9 +441,10 @@ void Worker::closeInbox() {
 }
 
 void Worker::closeListeners() {
-  for (auto& listener : listeners_) {
-    listener->close(nullptr);
+  for (auto& [socket, listener] : listeners_) {
+    closeLater(closing_, std::move(listener));
   }
+  listeners_.clear();
 }
 
 void Worker::closeAll() {
@@ -302,9 +466,15 @@ void Worker::closeAll() {
   }
   pool_->close(nullptr);
   resolver_->close(nullptr);
-  for (auto& r : sandbox_resolvers_) {
-    r->close(nullptr);
+  for (auto& [key, resolver] : sandbox_resolvers_) {
+    closeLater(closing_, std::move(resolver));
   }
+  sandbox_resolvers_.clear();
+  for (auto& r : retired_resolvers_) {
+    closeLater(closing_, std::move(r));
+  }
+  retired_resolvers_.clear();
+  uv_close(reinterpret_cast<uv_handle_t*>(&retire_timer_), nullptr);
   closeInbox();
   uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&flush_audit_), nullptr);

@@ -3,10 +3,12 @@
 // resolver and upstream connection pool, and the sessions it accepted. Workers share nothing
 // mutable but GatewayState's thread-safe parts (leaf caches, audit sinks, counters).
 //
-// Control from other threads goes through one uv_async_t: stopAccepting() (drain: listeners
-// close, idle keep-alive connections close, busy ones finish their exchange), shutdown()
-// (close everything now), and connections handed over by another worker. The thread ends when
-// its loop has no handles left.
+// Control from other threads goes through one uv_async_t: adopt() (a reloaded configuration:
+// new connections and requests use the new generation, listeners open and close to match, and
+// the connections of removed sandboxes drain), stopAccepting() (drain: listeners close, idle
+// keep-alive connections close, busy ones finish their exchange), shutdown() (close everything
+// now), and connections handed over by another worker. The thread ends when its loop has no
+// handles left.
 //
 // Every worker accepts from every listening socket (one kernel queue), and the first loop to
 // wake takes a whole burst of connections; left at that, one core serves a burst of 32 clients
@@ -17,6 +19,7 @@
 #include <uv.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,6 +29,7 @@
 
 #include "base/result.h"
 #include "proxy/gateway_state.h"
+#include "proxy/generation.h"
 #include "proxy/io/tcp_listener.h"
 
 namespace sluice::proxy {
@@ -40,24 +44,33 @@ class UpstreamPool;
 struct WorkerContext;
 }  // namespace session
 
-// A bound socket, the sandbox whose listener it is, and which kind of listener.
+// A bound socket, the sandbox whose listener it is (by name: the sandbox of the generation in
+// force when a connection comes), and which kind of listener. Shared by the main thread and the
+// workers; the socket closes with the last of them, so a listener of a removed sandbox stops
+// taking connections once every worker has adopted the generation without it.
 struct ListenSocket {
   io::BoundSocket socket;
-  SandboxRuntime* sandbox = nullptr;
+  std::string sandbox;
   bool transparent = false;
 };
+using ListenSet = std::vector<std::shared_ptr<const ListenSocket>>;
 
 class Worker {
  public:
-  Worker(GatewayState& state, const std::vector<ListenSocket>& sockets, int index);
+  Worker(GatewayState& state, int index);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
   // The workers that accepted connections may be handed to (this one included). Before start().
   void setPeers(std::vector<Worker*> peers) { peers_ = std::move(peers); }
-  // Starts the thread. Fails if a listener cannot be attached to the loop.
-  Result<Ok, std::string> start();
+  // Starts the thread with the first generation. Fails if a listener cannot be attached to
+  // the loop.
+  Result<Ok, std::string> start(std::shared_ptr<const Generation> generation, ListenSet sockets);
+  // Thread-safe: hands the worker a new generation and the listeners that go with it.
+  void adopt(std::shared_ptr<const Generation> generation, ListenSet sockets);
+  // The generation this worker's loop has taken up (thread-safe; for the reload's log).
+  std::uint64_t generationInUse() const { return generation_in_use_.load(); }
   void stopAccepting();  // thread-safe
   void shutdown();       // thread-safe
   void join();
@@ -70,22 +83,33 @@ class Worker {
   // A connection handed from one worker to another.
   struct Handover {
     int fd = -1;
-    SandboxRuntime* sandbox = nullptr;
-    bool transparent = false;
+    std::shared_ptr<const ListenSocket> socket;
   };
-  void onAccepted(SandboxRuntime& sandbox, bool transparent, int fd);
+  // Takes up a generation: listeners, the sandboxes' resolvers and the DNS resolver follow it,
+  // and sessions of sandboxes it no longer has (or has with another CA) drain.
+  Result<Ok, std::string> apply(std::shared_ptr<const Generation> generation, ListenSet sockets);
+  Result<Ok, std::string> syncListeners();
+  Result<Ok, std::string> syncSandboxResolvers();
+  void syncResolver(const policy::DnsSettings* before);
+  void drainRemovedSandboxes();
+  void onAccepted(const std::shared_ptr<const ListenSocket>& socket, int fd);
   Worker* leastBusy();
   // Queues `h` for this worker's loop; false if it takes no more (shutting down).
-  bool handOver(const Handover& h);
-  void serve(SandboxRuntime& sandbox, bool transparent, int fd);
+  bool handOver(Handover h);
+  void serve(const ListenSocket& socket, int fd);
   void closeInbox();
   void sessionFinished(session::Session* session);
   void closeListeners();
   void closeAll();
+  // Resolvers replaced by a reload close once their lookups are over.
+  void closeRetiredResolvers();
 
   GatewayState& state_;
-  const std::vector<ListenSocket>& sockets_;
   int index_;
+  // The generation in force on this loop, and the listeners that go with it.
+  std::shared_ptr<const Generation> generation_;
+  ListenSet sockets_;
+  std::atomic<std::uint64_t> generation_in_use_{0};
   uv_loop_t loop_{};
   uv_async_t async_{};
   // Runs after each round of I/O callbacks: the audit lines they wrote go out in one write.
@@ -95,10 +119,15 @@ class Worker {
   std::atomic<bool> shutdown_{false};
   bool draining_ = false;
   bool closed_all_ = false;
-  std::vector<std::unique_ptr<io::TcpListener>> listeners_;
+  std::map<const ListenSocket*, std::unique_ptr<io::TcpListener>> listeners_;
+  // Listeners and sandbox resolvers being closed, kept until their close callback.
+  std::map<void*, std::shared_ptr<void>> closing_;
   std::unique_ptr<dns::Resolver> resolver_;
+  std::vector<std::unique_ptr<dns::Resolver>> retired_resolvers_;
+  uv_timer_t retire_timer_{};
   // The sandboxes' resolvers (dns_listen), all on worker 0: one UDP socket has one owner.
-  std::vector<std::unique_ptr<dns::SandboxResolver>> sandbox_resolvers_;
+  // Keyed by sandbox name and endpoint.
+  std::map<std::string, std::unique_ptr<dns::SandboxResolver>> sandbox_resolvers_;
   std::unique_ptr<session::UpstreamPool> pool_;
   std::unique_ptr<session::WorkerContext> context_;
   std::unordered_map<session::Session*, std::unique_ptr<session::Session>> sessions_;
@@ -107,6 +136,9 @@ class Worker {
   std::vector<Worker*> peers_;
   std::mutex inbox_mutex_;
   std::vector<Handover> inbox_;  // guarded by inbox_mutex_
+  // A generation handed over by adopt() and not yet taken up; guarded by inbox_mutex_.
+  std::shared_ptr<const Generation> next_generation_;
+  ListenSet next_sockets_;
   // Guarded by inbox_mutex_; async_ is initialised and open while true: from start() (a peer
   // may accept before this worker's loop exists) until closeAll().
   bool inbox_open_ = false;

@@ -164,32 +164,23 @@ std::uint64_t AuditSink::records() const {
   return records_;
 }
 
-Result<std::unique_ptr<AuditLog>, std::string> AuditLog::open(const policy::Config& config) {
-  auto log = std::make_unique<AuditLog>();
-  for (const policy::Sandbox& sandbox : config.sandboxes) {
-    const std::string& path = sandbox.audit_path ? *sandbox.audit_path : config.audit.path;
-    auto it = log->by_path_.find(path);
-    if (it == log->by_path_.end()) {
-      auto sink = AuditSink::open(path);
-      if (!sink) {
-        return Err{sink.error()};
-      }
-      it = log->by_path_.emplace(path, std::move(sink).value()).first;
-    }
-    log->by_sandbox_[sandbox.name] = it->second.get();
+Result<std::shared_ptr<AuditSink>, std::string> AuditLog::sink(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  if (auto it = by_path_.find(path); it != by_path_.end()) {
+    return it->second;
   }
-  return log;
+  auto opened = AuditSink::open(path);
+  if (!opened) {
+    return Err{opened.error()};
+  }
+  std::shared_ptr<AuditSink> sink = std::move(opened).value();
+  by_path_.emplace(path, sink);
+  return sink;
 }
 
-void AuditLog::flushAll() {
-  for (auto& [path, sink] : by_path_) {
-    sink->flush();
-  }
-}
-
-AuditSink* AuditLog::sinkFor(std::string_view sandbox) const {
-  auto it = by_sandbox_.find(sandbox);
-  return it == by_sandbox_.end() ? nullptr : it->second;
+void AuditLog::closeUnused() {
+  std::lock_guard lock(mutex_);
+  std::erase_if(by_path_, [](const auto& entry) { return entry.second.use_count() == 1; });
 }
 
 }  // namespace sluice::proxy::audit

@@ -68,19 +68,21 @@ class AuditSink {
   std::atomic<bool> unflushed_{false};
 };
 
+// Every audit file of the process, by path: a sandbox of any generation that writes to a path
+// gets the one sink of that path, so a file keeps one hash chain across reloads (two sinks on
+// one file would interleave two chains).
 class AuditLog {
  public:
-  // Opens the path of every sandbox (its own `audit`, else the global audit.path).
-  static Result<std::unique_ptr<AuditLog>, std::string> open(const policy::Config& config);
-
-  // The sink for a sandbox; never null for a sandbox of the config it was opened with.
-  AuditSink* sinkFor(std::string_view sandbox) const;
-  // Flushes every sink (a worker, at the end of each loop iteration).
-  void flushAll();
+  // The sink for `path`, opened on first use ("-" is stdout). Thread-safe.
+  Result<std::shared_ptr<AuditSink>, std::string> sink(const std::string& path);
+  // Closes (flushing) the sinks nothing but this registry uses any more: the files of removed
+  // sandboxes, once their last connection is gone. Here, under the registry's lock, so that a
+  // path cannot be reopened (and its chain read back) while its old sink still holds lines.
+  void closeUnused();
 
  private:
-  std::map<std::string, std::unique_ptr<AuditSink>, std::less<>> by_path_;
-  std::map<std::string, AuditSink*, std::less<>> by_sandbox_;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<AuditSink>, std::less<>> by_path_;  // guarded by mutex_
 };
 
 }  // namespace sluice::proxy::audit

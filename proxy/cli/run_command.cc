@@ -52,8 +52,15 @@ int runCommand(std::span<const std::string_view> args, Streams streams) {
     std::fprintf(streams.err, "sluice run: %s\nusage: sluice run [-c FILE]\n", error.c_str());
     return kExitUsage;
   }
-  auto config = flags->get("config") ? proxy::loadConfigFile(std::string(*flags->get("config")))
-                                     : proxy::loadBuiltinConfig();
+  // A reload reads the same source again: the file and its sandboxes_dir, or the built-in text.
+  proxy::Server::ConfigSource source;
+  if (auto file = flags->get("config")) {
+    source.file = std::string(*file);
+    source.load = [path = source.file] { return proxy::loadConfigFile(path); };
+  } else {
+    source.load = [] { return proxy::loadBuiltinConfig(); };
+  }
+  auto config = source.load();
   if (!config) {
     proxy::printConfigErrors(streams.err, config.error());
     return kExitUsage;
@@ -68,8 +75,8 @@ int runCommand(std::span<const std::string_view> args, Streams streams) {
     std::fprintf(streams.err, "sluice run: %s\n", secrets.error().c_str());
     return kExitUsage;
   }
-  auto server = proxy::Server::create(config.value(), std::move(secrets).value(), workerCount(),
-                                      &notices);
+  auto server = proxy::Server::create(config.value(), std::move(secrets).value(),
+                                      std::move(source), workerCount(), &notices);
   if (!server) {
     std::fprintf(streams.err, "sluice run: %s\n", server.error().c_str());
     return kExitFailure;

@@ -34,6 +34,14 @@ Result<BoundSocket, std::string> BoundSocket::bind(const policy::Endpoint& endpo
   return BoundSocket(fd, endpoint);
 }
 
+Result<BoundSocket, std::string> BoundSocket::duplicate() const {
+  int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) {
+    return Err{endpoint_.toString() + ": dup: " + std::strerror(errno)};
+  }
+  return BoundSocket(fd, endpoint_);
+}
+
 BoundSocket::BoundSocket(BoundSocket&& other) noexcept
     : fd_(other.fd_), endpoint_(other.endpoint_) {
   other.fd_ = -1;

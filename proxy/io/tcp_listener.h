@@ -18,6 +18,9 @@ namespace sluice::proxy::io {
 class BoundSocket {
  public:
   static Result<BoundSocket, std::string> bind(const policy::Endpoint& endpoint, int backlog);
+  // The same listening socket under a second fd (a reload that gives the address to another
+  // sandbox keeps the socket, and the connections queued on it).
+  Result<BoundSocket, std::string> duplicate() const;
   BoundSocket(BoundSocket&& other) noexcept;
   BoundSocket& operator=(BoundSocket&& other) noexcept;
   ~BoundSocket();

@@ -28,6 +28,10 @@ using EvpMdCtxPtr = std::unique_ptr<EVP_MD_CTX, EvpMdCtxFree>;
 struct Exchange {
   bool active = false;
   std::uint64_t started_ms = 0;
+  // uv_hrtime() when it began, and when its DNS lookup or connect began: the latency
+  // histograms want better than the loop's millisecond clock.
+  std::uint64_t started_ns = 0;
+  std::uint64_t phase_started_ns = 0;
   std::chrono::system_clock::time_point ts;
 
   // The request, as decided.

@@ -8,6 +8,7 @@
 
 #include "policy/authority.h"
 #include "proxy/gateway_state.h"
+#include "proxy/generation.h"
 #include "proxy/http/head_writer.h"
 #include "proxy/session/denial.h"
 #include "proxy/tls/client_hello.h"
@@ -56,15 +57,17 @@ std::string_view Session::toString(State s) {
   return "?";
 }
 
-Session::Session(WorkerContext& context, SandboxRuntime& sandbox, std::uint64_t id,
-                 Listener listener)
+Session::Session(WorkerContext& context, std::shared_ptr<const Generation> generation,
+                 const SandboxView& sandbox, std::uint64_t id, Listener listener)
     : ctx_(context),
-      sandbox_(sandbox),
+      generation_(std::move(generation)),
+      view_(&sandbox),
+      runtime_(sandbox.runtime),
       id_(id),
       client_(context.loop, this),
       timer_(context.loop),
-      request_parser_(context.state->config->limits.max_header_bytes),
-      response_parser_(context.state->config->limits.max_header_bytes) {
+      request_parser_(generation_->config->limits.max_header_bytes),
+      response_parser_(generation_->config->limits.max_header_bytes) {
   open_handles_ = 2;  // client_ and timer_ exist (initialised) from here on
   if (listener == Listener::Transparent) {
     mode_ = audit::Mode::Transparent;
@@ -72,9 +75,13 @@ Session::Session(WorkerContext& context, SandboxRuntime& sandbox, std::uint64_t 
   }
   started_ms_ = last_activity_ms_ = uv_now(ctx_.loop);
   ctx_.state->open_connections.fetch_add(1, std::memory_order_relaxed);
+  runtime_->metrics.connections_active.fetch_add(1, std::memory_order_relaxed);
 }
 
-Session::~Session() { ctx_.state->open_connections.fetch_sub(1, std::memory_order_relaxed); }
+Session::~Session() {
+  ctx_.state->open_connections.fetch_sub(1, std::memory_order_relaxed);
+  runtime_->metrics.connections_active.fetch_sub(1, std::memory_order_relaxed);
+}
 
 bool Session::start(int fd) {
   if (client_.adopt(fd) != 0) {
@@ -87,9 +94,9 @@ bool Session::start(int fd) {
     orig_dst_ = client_.originalDestination();
   }
   phase_deadline_ms_ = started_ms_ + static_cast<std::uint64_t>(
-                                         ctx_.state->config->limits.handshake_timeout.count());
+                                         config().limits.handshake_timeout.count());
   SPDLOG_DEBUG("[C{}] accepted from {} for sandbox {} on worker {}", id_,
-               client_address_.toString(), sandbox_.sandbox->name, ctx_.worker);
+               client_address_.toString(), sandbox().name, ctx_.worker);
   updateReading();
   armTimer();
   return true;
@@ -99,6 +106,26 @@ void Session::transition(State next) {
   SPDLOG_DEBUG("[C{}] {} -> {}", id_, toString(state_), toString(next));
   state_ = next;
   updateReading();
+}
+
+const policy::Sandbox& Session::sandbox() const { return *view_->sandbox; }
+
+const policy::Config& Session::config() const { return *generation_->config; }
+
+bool Session::takeUpCurrentGeneration() {
+  if (ctx_.generation == generation_) {
+    return true;
+  }
+  const SandboxView* now = ctx_.generation->find(runtime_->name);
+  if (now == nullptr || now->runtime != runtime_) {
+    SPDLOG_DEBUG("[C{}] sandbox {} was removed or replaced by a reload: closing", id_,
+                 runtime_->name);
+    finishConnection();
+    return false;
+  }
+  generation_ = ctx_.generation;
+  view_ = now;
+  return true;
 }
 
 void Session::drain() {
@@ -112,6 +139,20 @@ void Session::drain() {
 }
 
 void Session::abort() { close("shutdown"); }
+
+void Session::refuseConnection(policy::Reason reason, bool answer) {
+  exchange_.reset(uv_now(ctx_.loop), false);
+  exchange_.active = false;
+  std::string detail = "sandbox '" + sandbox().name + "' has all the connections it may have";
+  if (answer && mode_ != audit::Mode::Transparent) {
+    deny(reason, detail);
+    return;
+  }
+  SPDLOG_DEBUG("[C{}] refused: {}", id_, policy::toString(reason));
+  writeAudit(policy::Verdict::Deny, reason, 0);
+  flushAudit();
+  close("over limits.max_connections");
+}
 
 // ---------------------------------------------------------------------------------------------
 // Reading and writing the client side.
@@ -316,7 +357,7 @@ void Session::processClientPlaintext() {
         // bytes trickle in (each byte would otherwise reset the idle timer: slowloris, R1).
         phase_deadline_ms_ =
             uv_now(ctx_.loop) +
-            static_cast<std::uint64_t>(ctx_.state->config->limits.handshake_timeout.count());
+            static_cast<std::uint64_t>(config().limits.handshake_timeout.count());
         armTimer();
       }
       break;
@@ -427,13 +468,13 @@ void Session::deny(policy::Reason reason, std::string_view detail) {
 }
 
 void Session::writeAudit(policy::Verdict verdict, policy::Reason reason, int status) {
-  if (sandbox_.audit == nullptr) {
+  if (view_->audit == nullptr) {
     return;
   }
   audit::AuditRecord r;
   // When the request (or the CONNECT, or the refused head) began; now if nothing began.
   r.ts = exchange_.started_ms != 0 ? exchange_.ts : std::chrono::system_clock::now();
-  r.sandbox = sandbox_.sandbox->name;
+  r.sandbox = sandbox().name;
   r.conn = id_;
   r.client = client_address_;
   r.mode = mode_;
@@ -467,13 +508,20 @@ void Session::writeAudit(policy::Verdict verdict, policy::Reason reason, int sta
   std::uint64_t now = uv_now(ctx_.loop);
   std::uint64_t begun = exchange_.started_ms != 0 ? exchange_.started_ms : started_ms_;
   r.duration_ms = now > begun ? now - begun : 0;
-  sandbox_.audit->write(r);
+  view_->audit->write(r);
   audited_connection_ = true;
+  // The counters follow the audit log: one request per record, its body bytes.
+  admin::SandboxMetrics& m = runtime_->metrics;
+  m.countRequest(policy::toString(verdict), reason);
+  m.addBytes(exchange_.req_bytes, exchange_.resp_bytes);
+  if (exchange_.started_ns != 0) {
+    m.request_duration.observe((uv_hrtime() - exchange_.started_ns) / 1000);
+  }
 }
 
 void Session::flushAudit() {
-  if (audited_connection_ && sandbox_.audit != nullptr) {
-    sandbox_.audit->flush();
+  if (audited_connection_ && view_->audit != nullptr) {
+    view_->audit->flush();
   }
 }
 
@@ -625,7 +673,7 @@ void Session::armTimer() {
   if (state_ == State::Closing) {
     return;
   }
-  const auto& limits = ctx_.state->config->limits;
+  const auto& limits = config().limits;
   std::uint64_t now = uv_now(ctx_.loop);
   std::uint64_t idle = last_activity_ms_ + static_cast<std::uint64_t>(limits.idle_timeout.count());
   std::uint64_t deadline = phase_deadline_ms_ != 0 ? std::min(idle, phase_deadline_ms_) : idle;
@@ -666,7 +714,7 @@ void Session::releaseIdleBuffers() {
 void Session::onTimer() {
   armed_for_ms_ = 0;
   std::uint64_t now = uv_now(ctx_.loop);
-  const auto& limits = ctx_.state->config->limits;
+  const auto& limits = config().limits;
   if (release_deadline_ms_ != 0 && now >= release_deadline_ms_) {
     release_deadline_ms_ = 0;
     releaseIdleBuffers();

@@ -58,7 +58,9 @@
 #include "proxy/tls/tls_session.h"
 
 namespace sluice::proxy {
+struct Generation;
 struct SandboxRuntime;
+struct SandboxView;
 }
 
 namespace sluice::proxy::session {
@@ -88,7 +90,9 @@ class Session : private io::TcpStream::Handler,
   };
   static std::string_view toString(State s);
 
-  Session(WorkerContext& context, SandboxRuntime& sandbox, std::uint64_t id, Listener listener);
+  // `sandbox` is one of `generation`'s.
+  Session(WorkerContext& context, std::shared_ptr<const Generation> generation,
+          const SandboxView& sandbox, std::uint64_t id, Listener listener);
   ~Session() override;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -100,9 +104,18 @@ class Session : private io::TcpStream::Handler,
   void drain();
   // Closes everything now (shutdown grace is over).
   void abort();
+  // Over a connection limit, right after start(): nothing is read, the refusal is on record.
+  // With `answer`, an explicit-proxy client gets the reason's answer first (503: HTTP clients
+  // read an answer that comes before their request is sent); otherwise, and always for a
+  // redirected connection (no protocol spoken yet), the connection is just closed, which costs
+  // a flood the least.
+  void refuseConnection(policy::Reason reason, bool answer);
 
   std::uint64_t id() const { return id_; }
   State state() const { return state_; }
+  // The sandbox's long-lived part (CA, counters): the same across the generations this
+  // connection may see.
+  SandboxRuntime& runtime() const { return *runtime_; }
 
  private:
   // --- io::TcpStream::Handler (both the client and the upstream stream) ---
@@ -160,10 +173,19 @@ class Session : private io::TcpStream::Handler,
   void updateReading();
 
   // Requests (session_exchange.cc).
+  // A new request (or tunnel) starts: it is judged by the generation in force now. False, and
+  // the connection closed, when that generation no longer has this sandbox (or has it with
+  // another CA): a removed sandbox's connections drain.
+  bool takeUpCurrentGeneration();
+  const policy::Sandbox& sandbox() const;
+  const policy::Config& config() const;
+  UpstreamKey upstreamKey() const;
   void onRequestHead();
   void onRequestComplete();
   policy::Decision decideRequest(std::span<const policy::IpAddress> addresses, bool resolved);
   void acquireUpstream(const policy::Decision& decision);
+  // The lookup's result and latency, for /metrics (`at_once`: answered from the cache).
+  void countLookup(const dns::LookupResult& result, bool at_once);
   void onResolved(dns::LookupResult result);
   void connectNext();
   void onUpstreamConnected();
@@ -215,7 +237,11 @@ class Session : private io::TcpStream::Handler,
   void transition(State next);
 
   WorkerContext& ctx_;
-  SandboxRuntime& sandbox_;
+  // The generation this connection's current request (or handshake) is judged by, and this
+  // sandbox in it; both change only between requests (takeUpCurrentGeneration).
+  std::shared_ptr<const Generation> generation_;
+  const SandboxView* view_;
+  std::shared_ptr<SandboxRuntime> runtime_;
   std::uint64_t id_;
   State state_ = State::ReadingProxyHead;
   audit::Mode mode_ = audit::Mode::Connect;

@@ -7,6 +7,7 @@
 #include "policy/authority.h"
 #include "policy/secret_use.h"
 #include "proxy/gateway_state.h"
+#include "proxy/generation.h"
 #include "proxy/http/head_writer.h"
 #include "proxy/session/denial.h"
 #include "proxy/session/session.h"
@@ -34,6 +35,8 @@ std::uint16_t defaultPort(policy::Scheme scheme) {
 void Exchange::reset(std::uint64_t now_ms, bool hash) {
   active = true;
   started_ms = now_ms;
+  started_ns = uv_hrtime();
+  phase_started_ns = 0;
   ts = std::chrono::system_clock::now();
   target_host.clear();
   host.clear();
@@ -103,13 +106,16 @@ policy::Decision Session::decideRequest(std::span<const policy::IpAddress> addre
   facts.request = &request;
   facts.resolved = resolved;
   facts.addresses = addresses;
-  return policy::decide(*sandbox_.sandbox, facts);
+  return policy::decide(sandbox(), facts);
 }
 
 void Session::onRequestHead() {
+  if (!takeUpCurrentGeneration()) {
+    return;
+  }
   const http::RequestHead& head = request_parser_.head();
   release_deadline_ms_ = 0;
-  exchange_.reset(uv_now(ctx_.loop), ctx_.state->config->audit.hash_bodies);
+  exchange_.reset(uv_now(ctx_.loop), config().audit.hash_bodies);
   exchange_.method.assign(head.method);
   exchange_.request_framing = head.framing;
   exchange_.request_keep_alive = head.keep_alive;
@@ -186,8 +192,17 @@ void Session::onRequestHead() {
     }
     exchange_.url += urlPath(exchange_.origin_target);
   }
+  // Every request of the sandbox takes a token, allowed or not (denied ones cost a record
+  // each): a sandbox over its rate gets 429s, and the others keep their share of the gateway.
+  if (view_->rate != nullptr && !view_->rate->take(uv_hrtime())) {
+    exchange_.rule.clear();
+    deny(policy::Reason::RateLimited,
+         "sandbox '" + sandbox().name + "' is over its limit of " +
+             std::to_string(*sandbox().limits.requests_per_second) + " requests per second");
+    return;
+  }
   if (!d.forwards()) {
-    deny(d.reason, explainDenial(d.reason, sandbox_.sandbox->name,
+    deny(d.reason, explainDenial(d.reason, sandbox().name,
                                  exchange_.host.empty() ? exchange_.target_host : exchange_.host,
                                  exchange_.method, exchange_.origin_target));
     return;
@@ -200,7 +215,7 @@ void Session::onRequestHead() {
   }
   held_body_.clear();
   held_complete_ = false;
-  if (!ctx_.state->config->secrets.empty() &&
+  if (!config().secrets.empty() &&
       exchange_.request_framing != http::BodyFraming::None) {
     // A placeholder may also be in the body (SPEC §5.5): its first 64 KiB is read and looked at
     // before anything is forwarded or even resolved. A client waiting for 100-continue gets it
@@ -219,7 +234,7 @@ void Session::finishHolding() {
   scanned = scanned.substr(0, kBodyScanBytes);
   const policy::Rule* rule = exchange_.matched_rule;
   if (const policy::Secret* misused =
-          policy::misusedSecret(ctx_.state->config->secrets, rule, scanned)) {
+          policy::misusedSecret(config().secrets, rule, scanned)) {
     deny(policy::Reason::SecretMisuse,
          "the request body carries the placeholder of secret '" + misused->name + "', which " +
              (rule != nullptr ? "rule '" + rule->name + "' does not inject"
@@ -232,7 +247,7 @@ void Session::finishHolding() {
 // SPEC §5.5: a placeholder in any header value or in the target, of a secret the allowing rule
 // does not inject, is `secret_misuse`: denied before anything is forwarded, and on record.
 bool Session::refuseSecretMisuse() {
-  const auto& secrets = ctx_.state->config->secrets;
+  const auto& secrets = config().secrets;
   if (secrets.empty()) {
     return false;
   }
@@ -283,7 +298,7 @@ void Session::startExchange() {
   injected_values_.clear();
   if (const policy::Rule* rule = exchange_.matched_rule) {
     for (const policy::SecretInjection& injection : rule->inject) {
-      std::string_view value = ctx_.state->secrets.value(injection.secret);
+      std::string_view value = generation_->secrets->value(injection.secret);
       inject_fields_.push_back({injection.header, value});
       injected_values_.push_back(value);
     }

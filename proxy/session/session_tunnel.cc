@@ -5,6 +5,7 @@
 
 #include "policy/authority.h"
 #include "proxy/gateway_state.h"
+#include "proxy/generation.h"
 #include "proxy/session/denial.h"
 #include "proxy/session/session.h"
 #include "proxy/tls/client_hello.h"
@@ -25,6 +26,9 @@ using tls::kAlertUnrecognizedName;
 }  // namespace
 
 void Session::onConnectHead() {
+  if (!takeUpCurrentGeneration()) {
+    return;
+  }
   const http::RequestHead& head = request_parser_.head();
   connect_authority_.assign(head.connect_authority);
   exchange_.reset(uv_now(ctx_.loop), false);
@@ -54,11 +58,11 @@ void Session::onConnectHead() {
   facts.target_host = connect_host_;
   facts.port = connect_port_;
   facts.scheme = policy::Scheme::Https;
-  policy::Decision d = policy::decide(*sandbox_.sandbox, facts);
+  policy::Decision d = policy::decide(sandbox(), facts);
   exchange_.host.assign(d.host.text());
   exchange_.rule = d.rule != nullptr ? d.rule->name : std::string();
   if (!d.forwards()) {
-    deny(d.reason, explainDenial(d.reason, sandbox_.sandbox->name,
+    deny(d.reason, explainDenial(d.reason, sandbox().name,
                                  exchange_.host.empty() ? connect_host_ : exchange_.host,
                                  "CONNECT", connect_authority_));
     return;
@@ -114,6 +118,9 @@ void Session::processClientHello() {
     case tls::HelloStatus::Done:
       break;
   }
+  if (!takeUpCurrentGeneration()) {
+    return;
+  }
   if (mode_ == audit::Mode::Transparent) {
     // Transparent TLS: H is the SNI, the port is the one the sandbox dialled (SPEC §5.2).
     tunnel_ = true;
@@ -155,7 +162,7 @@ void Session::processClientHello() {
       break;
   }
   sni_state_ = facts.sni_state;
-  policy::Decision d = policy::decide(*sandbox_.sandbox, facts);
+  policy::Decision d = policy::decide(sandbox(), facts);
   exchange_.rule = d.rule != nullptr ? d.rule->name : std::string();
   if (!d.forwards()) {
     refuseTunnel(d.reason, kAlertUnrecognizedName, sni_);
@@ -163,14 +170,14 @@ void Session::processClientHello() {
   }
 
   // Mint (or take from the cache) a leaf for H only now, after the decision (BYPASSES R6).
-  auto leaf = sandbox_.leaves->get(d.host.text());
+  auto leaf = runtime_->leaves->get(d.host.text());
   if (!leaf) {
     spdlog::error("[C{}] cannot mint a certificate for {}: {}", id_, d.host.text(), leaf.error());
     refuseTunnel(policy::Reason::None, kAlertInternalError, "");
     return;
   }
   auto session = tls::TlsSession::server(ctx_.state->sandbox_tls.get(),
-                                         leaf.value()->certificate.get(), sandbox_.leaves->key());
+                                         leaf.value()->certificate.get(), runtime_->leaves->key());
   if (!session) {
     spdlog::error("[C{}] TLS setup failed: {}", id_, session.error());
     refuseTunnel(policy::Reason::None, kAlertInternalError, "");

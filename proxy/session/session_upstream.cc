@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "proxy/gateway_state.h"
+#include "proxy/generation.h"
 #include "proxy/session/denial.h"
 #include "proxy/session/session.h"
 
@@ -15,6 +16,11 @@ namespace sluice::proxy::session {
 // This client's parked upstream or an idle pooled connection for `key`, if one passes this
 // request's own checks: it was opened for an earlier request, perhaps under another rule with
 // other `ips` (or under none, in report mode).
+UpstreamKey Session::upstreamKey() const {
+  return UpstreamKey{runtime_->id, generation_->upstream_trust_id, exchange_.host, exchange_.port,
+                     exchange_.scheme == policy::Scheme::Https};
+}
+
 bool Session::takePooled(const UpstreamKey& key) {
   std::unique_ptr<UpstreamConnection> pooled;
   if (parked_ && parked_->key == key) {
@@ -46,8 +52,8 @@ bool Session::originalDestinationMatches() const {
   if (!orig_dst_) {
     return false;
   }
-  const policy::Sandbox& sandbox = *sandbox_.sandbox;
-  for (const auto& own : {sandbox.dns_listen, sandbox.transparent}) {
+  const policy::Sandbox& s = sandbox();
+  for (const auto& own : {s.dns_listen, s.transparent}) {
     if (own && own->ip == orig_dst_->ip) {
       return true;
     }
@@ -63,10 +69,9 @@ bool Session::originalDestinationMatches() const {
 }
 
 void Session::acquireUpstream(const policy::Decision& decision) {
-  UpstreamKey key{&sandbox_, exchange_.host, exchange_.port,
-                  exchange_.scheme == policy::Scheme::Https};
+  UpstreamKey key = upstreamKey();
   bool must_match = mode_ == audit::Mode::Transparent &&
-                    sandbox_.sandbox->original_dst == policy::OriginalDst::RequireMatch;
+                    sandbox().original_dst == policy::OriginalDst::RequireMatch;
   if (!must_match && takePooled(key)) {
     return;
   }
@@ -77,7 +82,7 @@ void Session::acquireUpstream(const policy::Decision& decision) {
     answer->addresses.push_back(decision.host.address());
     exchange_.answer = std::move(answer);
     if (mode_ == audit::Mode::Transparent &&
-        sandbox_.sandbox->original_dst == policy::OriginalDst::RequireMatch &&
+        sandbox().original_dst == policy::OriginalDst::RequireMatch &&
         !originalDestinationMatches()) {
       deny(policy::Reason::DnsMismatch, "the sandbox dialled another address than " +
                                             exchange_.host);
@@ -87,14 +92,42 @@ void Session::acquireUpstream(const policy::Decision& decision) {
     connectNext();
     return;
   }
+  exchange_.phase_started_ns = uv_hrtime();
   auto resolution = ctx_.resolver->resolve(exchange_.host, [this](dns::LookupResult result) {
     lookup_.reset();
+    countLookup(result, false);
     onResolved(std::move(result));
   });
   if (auto* now = std::get_if<dns::LookupResult>(&resolution)) {
+    countLookup(*now, true);
     onResolved(std::move(*now));
   } else {
     lookup_ = std::move(std::get<std::unique_ptr<dns::Resolver::Lookup>>(resolution));
+  }
+}
+
+void Session::countLookup(const dns::LookupResult& result, bool at_once) {
+  admin::GatewayMetrics& m = ctx_.state->metrics;
+  m.dns_lookup.observe((uv_hrtime() - exchange_.phase_started_ns) / 1000);
+  if (result) {
+    m.countDnsQuery(at_once ? admin::DnsResult::Cached : admin::DnsResult::Ok);
+    return;
+  }
+  switch (result.error()) {
+    case dns::DnsError::NotFound:
+      m.countDnsQuery(admin::DnsResult::NxDomain);
+      break;
+    case dns::DnsError::NoAddresses:
+      m.countDnsQuery(admin::DnsResult::NoData);
+      break;
+    case dns::DnsError::Timeout:
+      m.countDnsQuery(admin::DnsResult::Timeout);
+      break;
+    case dns::DnsError::Refused:
+    case dns::DnsError::Failed:
+    case dns::DnsError::Cancelled:
+      m.countDnsQuery(admin::DnsResult::Error);
+      break;
   }
 }
 
@@ -112,21 +145,20 @@ void Session::onResolved(dns::LookupResult result) {
   const auto& addresses = exchange_.answer->addresses;
   policy::Decision d = decideRequest(addresses, true);
   if (!d.forwards()) {
-    deny(d.reason, explainDenial(d.reason, sandbox_.sandbox->name, exchange_.host,
+    deny(d.reason, explainDenial(d.reason, sandbox().name, exchange_.host,
                                  exchange_.method, exchange_.origin_target));
     return;
   }
   exchange_.matched_rule = d.rule;
   if (mode_ == audit::Mode::Transparent &&
-      sandbox_.sandbox->original_dst == policy::OriginalDst::RequireMatch) {
+      sandbox().original_dst == policy::OriginalDst::RequireMatch) {
     if (!originalDestinationMatches()) {
       deny(policy::Reason::DnsMismatch,
            "the sandbox dialled " + (orig_dst_ ? orig_dst_->ip.toString() : std::string("?")) +
                ", which is not an address of " + exchange_.host);
       return;
     }
-    UpstreamKey key{&sandbox_, exchange_.host, exchange_.port,
-                    exchange_.scheme == policy::Scheme::Https};
+    UpstreamKey key = upstreamKey();
     if (takePooled(key)) {
       return;
     }
@@ -151,8 +183,7 @@ void Session::connectNext() {
     return;
   }
   policy::Endpoint to{exchange_.usable[exchange_.next_address++], exchange_.port};
-  UpstreamKey key{&sandbox_, exchange_.host, exchange_.port,
-                  exchange_.scheme == policy::Scheme::Https};
+  UpstreamKey key = upstreamKey();
   upstream_ = std::make_unique<UpstreamConnection>(
       ctx_.loop, static_cast<io::TcpStream::Handler*>(this), std::move(key));
   upstream_->address = to;
@@ -160,6 +191,7 @@ void Session::connectNext() {
     transition(State::Connecting);
   }
   SPDLOG_DEBUG("[C{}] connecting to {} for {}", id_, to.toString(), exchange_.host);
+  exchange_.phase_started_ns = uv_hrtime();
   if (int rc = upstream_->stream.connect(to); rc != 0) {
     SPDLOG_DEBUG("[C{}] connect {}: {}", id_, to.toString(), uv_strerror(rc));
     retireUpstream();
@@ -168,7 +200,7 @@ void Session::connectNext() {
   }
   phase_deadline_ms_ =
       uv_now(ctx_.loop) +
-      static_cast<std::uint64_t>(ctx_.state->config->upstream.connect_timeout.count());
+      static_cast<std::uint64_t>(config().upstream.connect_timeout.count());
   armTimer();
 }
 
@@ -176,6 +208,7 @@ void Session::onConnected(io::TcpStream& stream, int status) {
   if (!upstream_ || &stream != &upstream_->stream || state_ != State::Connecting) {
     return;
   }
+  ctx_.state->metrics.upstream_connect.observe((uv_hrtime() - exchange_.phase_started_ns) / 1000);
   if (status != 0) {
     SPDLOG_DEBUG("[C{}] connect {}: {}", id_, upstream_->address.toString(), uv_strerror(status));
     if (status == UV_ETIMEDOUT) {
@@ -192,7 +225,7 @@ void Session::onConnected(io::TcpStream& stream, int status) {
     return;
   }
   // Upstream TLS: SNI H, the chain and the name H verified against upstream.ca_file.
-  auto session = tls::TlsSession::client(ctx_.state->upstream_tls.get(), exchange_.host,
+  auto session = tls::TlsSession::client(generation_->upstream_tls.get(), exchange_.host,
                                          ctx_.pool->resumption(upstream_->key));
   if (!session) {
     upstreamFailed(policy::Reason::UpstreamConnect, session.error());
@@ -202,7 +235,7 @@ void Session::onConnected(io::TcpStream& stream, int status) {
   transition(State::UpstreamTls);
   phase_deadline_ms_ =
       uv_now(ctx_.loop) +
-      static_cast<std::uint64_t>(ctx_.state->config->upstream.connect_timeout.count());
+      static_cast<std::uint64_t>(config().upstream.connect_timeout.count());
   armTimer();
   pumpUpstreamTls();
 }

@@ -24,8 +24,11 @@
 namespace sluice::proxy::session {
 
 struct UpstreamKey {
-  const void* sandbox = nullptr;  // the SandboxRuntime
-  std::string host;               // canonical H
+  std::uint64_t sandbox = 0;  // SandboxRuntime::id
+  // Generation::upstream_trust_id: a connection (or TLS session) verified against one
+  // upstream.ca_file is not reused after a reload changed it.
+  std::uint64_t trust = 0;
+  std::string host;  // canonical H
   std::uint16_t port = 0;
   bool tls = false;
 

@@ -1,13 +1,16 @@
 #pragma once
-// What a worker lends its sessions: the loop, the shared gateway state, the per-worker resolver
-// and upstream pool, and the way to hand a finished session back for deletion.
+// What a worker lends its sessions: the loop, the shared gateway state, the generation in force,
+// the per-worker resolver and upstream pool, and the way to hand a finished session back for
+// deletion.
 
 #include <uv.h>
 
 #include <functional>
+#include <memory>
 
 namespace sluice::proxy {
 struct GatewayState;
+struct Generation;
 namespace dns {
 class Resolver;
 }
@@ -22,6 +25,8 @@ struct WorkerContext {
   int worker = 0;  // the worker's index, for the logs
   uv_loop_t* loop = nullptr;
   GatewayState* state = nullptr;
+  // The configuration in force on this worker: a session takes it up when a request starts.
+  std::shared_ptr<const Generation> generation;
   dns::Resolver* resolver = nullptr;
   UpstreamPool* pool = nullptr;
   // Called once every handle of the session has closed; the worker deletes it.

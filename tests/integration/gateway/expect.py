@@ -26,6 +26,9 @@ PROXY_STATUS = {
     "bad_request": {"http_request_error"},
     "header_too_large": {"http_request_error", "http_request_denied"},
     "secret_misuse": {"http_request_denied"},
+    # per-sandbox limits: 429 for the request rate, 503 for the connection limit
+    "rate_limited": {"http_request_denied"},
+    "too_many_connections": {"connection_limit_reached"},
 }
 
 

@@ -333,11 +333,11 @@ secrets:
         "test.yaml:7:3: audit: unknown key 'hash' (expected one of: path, hash_bodies)",
         "test.yaml:9:3: admin: unknown key 'port' (expected one of: listen)",
         "test.yaml:11:3: limits: unknown key 'max_conns' (expected one of: max_connections, "
-        "max_header_bytes, handshake_timeout, idle_timeout, shutdown_grace)",
+        "max_header_bytes, handshake_timeout, idle_timeout, shutdown_grace, per_sandbox)",
         "test.yaml:12:1: unknown key 'sandbox' (expected one of: version, dns, upstream, audit, "
         "admin, limits, sandboxes_dir, sandboxes, policies, secrets)",
         "test.yaml:17:5: sandboxes[0]: unknown key 'port' (expected one of: name, listen, "
-        "transparent, dns_listen, ca, policy, mode, original_dst, audit)",
+        "transparent, dns_listen, ca, policy, mode, original_dst, audit, limits)",
         "test.yaml:20:5: policies.p: unknown key 'rule' (expected one of: rules)",
         "test.yaml:23:9: policies.p.rules[0]: unknown key 'host' (expected one of: name, hosts, "
         "schemes, ports, methods, paths, ips, inject)",
@@ -1075,7 +1075,7 @@ audit:
           "test.yaml:9:13: sandboxes[1].listen: 127.0.0.1:3128 is already used by sandbox 'a' "
           "(listen)",
           "test.yaml:11:5: sandboxes[1]: unknown key 'colour' (expected one of: name, listen, "
-          "transparent, dns_listen, ca, policy, mode, original_dst, audit)",
+          "transparent, dns_listen, ca, policy, mode, original_dst, audit, limits)",
           "test.yaml:15:17: policies.p.rules[0].hosts[0]: " + hostError("*.com"),
           "test.yaml:16:17: policies.p.rules[0].ports[0]: '0x1bb' is not a plain decimal number "
           "(a leading 0 or 0x would be read as octal or hex)",
@@ -1178,7 +1178,7 @@ TEST(SandboxesDir, ErrorsNameTheSandboxFile) {
           "sb/b.yaml:3:9: listen: 127.0.0.1:3128 is already used by sandbox 'a' (listen)",
           "sb/b.yaml:4:9: policy: unknown policy 'nope' (defined: p)",
           "sb/b.yaml:5:1: unknown key 'version' (expected one of: name, listen, transparent, "
-          "dns_listen, ca, policy, mode, original_dst, audit)",
+          "dns_listen, ca, policy, mode, original_dst, audit, limits)",
           "sb/c.yaml: empty sandbox file: expected the keys of one sandbox",
           "sb/d.yaml:1:1: expected a map, got a list",
           "sb/e.yaml:4:1: a second YAML document: a config file holds exactly one",
@@ -1598,6 +1598,209 @@ secrets:
   const Rule& second = s.policy->rules[1];
   EXPECT_EQ(second.name, "rule-2");
   EXPECT_EQ(second.inject[0].header, "x-api-key");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-sandbox limits: limits.per_sandbox, overridden key by key by a sandbox's own `limits`
+
+std::string show(const SandboxLimits& l) {
+  auto one = [](const std::optional<std::uint64_t>& v) {
+    return v ? std::to_string(*v) : std::string("-");
+  };
+  return "max_connections=" + one(l.max_connections) +
+         " requests_per_second=" + one(l.requests_per_second) +
+         " request_burst=" + one(l.request_burst);
+}
+
+// Two sandboxes; `a_limits` and `b_limits` are indented map bodies (or "") of each one's
+// `limits`, `tail` goes after everything else (so the top-level `limits` comes last).
+std::string twoSandboxes(const std::string& head, const std::string& a_limits,
+                         const std::string& b_limits, const std::string& tail = "") {
+  auto limits = [](const std::string& body) {
+    return body.empty() ? std::string() : "    limits:\n" + body;
+  };
+  return "version: 1\n" + head +
+         "sandboxes:\n"
+         "  - name: a\n"
+         "    listen: 127.0.0.1:3128\n"
+         "    policy: p\n" +
+         limits(a_limits) +
+         "  - name: b\n"
+         "    listen: 127.0.0.1:3129\n"
+         "    policy: p\n" +
+         limits(b_limits) +
+         "policies:\n"
+         "  p:\n"
+         "    rules:\n"
+         "      - hosts: [example.com]\n" +
+         tail;
+}
+
+struct LimitsCase {
+  const char* name;
+  std::string yaml;
+  std::vector<ConfigText> dir_files;   // sandboxes_dir, when the yaml names one
+  std::string per_sandbox;             // show(Limits::per_sandbox)
+  std::vector<std::string> effective;  // show(Sandbox::limits), one per sandbox
+};
+
+TEST(SandboxLimits, EffectiveValues) {
+  const std::string kNone = "max_connections=- requests_per_second=- request_burst=-";
+  const std::string kDefaults =
+      "limits:\n  per_sandbox:\n    max_connections: 50\n    requests_per_second: 20\n"
+      "    request_burst: 40\n";
+  const std::vector<LimitsCase> cases = {
+      {"no limits: unlimited", twoSandboxes("", "", ""), {}, kNone, {kNone, kNone}},
+      {"defaults for every sandbox, written before the sandboxes",
+       twoSandboxes(kDefaults, "", ""),
+       {},
+       "max_connections=50 requests_per_second=20 request_burst=40",
+       {"max_connections=50 requests_per_second=20 request_burst=40",
+        "max_connections=50 requests_per_second=20 request_burst=40"}},
+      {"defaults written after the sandboxes",
+       twoSandboxes("", "", "", kDefaults),
+       {},
+       "max_connections=50 requests_per_second=20 request_burst=40",
+       {"max_connections=50 requests_per_second=20 request_burst=40",
+        "max_connections=50 requests_per_second=20 request_burst=40"}},
+      {"the burst defaults to the rate, and is stored resolved",
+       twoSandboxes("limits:\n  per_sandbox:\n    requests_per_second: 20\n", "", ""),
+       {},
+       "max_connections=- requests_per_second=20 request_burst=-",
+       {"max_connections=- requests_per_second=20 request_burst=20",
+        "max_connections=- requests_per_second=20 request_burst=20"}},
+      {"a sandbox overrides key by key",
+       twoSandboxes("", "      requests_per_second: 5\n",
+                    "      max_connections: 2\n      request_burst: 1\n", kDefaults),
+       {},
+       "max_connections=50 requests_per_second=20 request_burst=40",
+       {"max_connections=50 requests_per_second=5 request_burst=40",
+        "max_connections=2 requests_per_second=20 request_burst=1"}},
+      {"a sandbox's own rate without any burst",
+       twoSandboxes("limits:\n  per_sandbox:\n    max_connections: 50\n",
+                    "      requests_per_second: 7\n", ""),
+       {},
+       "max_connections=50 requests_per_second=- request_burst=-",
+       {"max_connections=50 requests_per_second=7 request_burst=7",
+        "max_connections=50 requests_per_second=- request_burst=-"}},
+      {"a default burst for the sandboxes that set their own rate",
+       twoSandboxes("limits:\n  per_sandbox:\n    request_burst: 5\n",
+                    "      requests_per_second: 10\n", "      requests_per_second: 1\n"),
+       {},
+       "max_connections=- requests_per_second=- request_burst=5",
+       {"max_connections=- requests_per_second=10 request_burst=5",
+        "max_connections=- requests_per_second=1 request_burst=5"}},
+      {"limits without per_sandbox",
+       twoSandboxes("limits:\n  max_connections: 5\n", "", ""),
+       {},
+       kNone,
+       {kNone, kNone}},
+      {"the largest rate",
+       twoSandboxes("", "      requests_per_second: 1000000000\n", ""),
+       {},
+       kNone,
+       {"max_connections=- requests_per_second=1000000000 request_burst=1000000000", kNone}},
+      {"a sandboxes_dir file overrides the defaults",
+       "version: 1\nsandboxes_dir: /srv/sb\nlimits:\n  per_sandbox:\n"
+       "    requests_per_second: 100\n    max_connections: 10\n"
+       "policies:\n  p:\n    rules:\n      - hosts: [example.com]\n",
+       {{"/srv/sb/a.yaml", "name: a\nlisten: 127.0.0.1:3128\npolicy: p\n"},
+        {"/srv/sb/b.yaml",
+         "name: b\nlisten: 127.0.0.1:3129\npolicy: p\nlimits:\n  requests_per_second: 1\n"
+         "  max_connections: 2\n"}},
+       "max_connections=10 requests_per_second=100 request_burst=-",
+       {"max_connections=10 requests_per_second=100 request_burst=100",
+        "max_connections=2 requests_per_second=1 request_burst=1"}},
+  };
+  for (const LimitsCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto config = load(c.yaml, dirOptions(c.dir_files));
+    ASSERT_NE(config, nullptr) << c.yaml;
+    EXPECT_EQ(show(config->limits.per_sandbox), c.per_sandbox);
+    std::vector<std::string> effective;
+    for (const Sandbox& sandbox : config->sandboxes) {
+      effective.push_back(show(sandbox.limits));
+    }
+    EXPECT_THAT(effective, ElementsAreArray(c.effective));
+  }
+}
+
+TEST(SandboxLimits, Errors) {
+  runCases({
+      {"unknown key in the defaults",
+       kMinimal + "limits:\n  per_sandbox:\n    max_conns: 1\n",
+       {"test.yaml:12:5: limits.per_sandbox: unknown key 'max_conns' (expected one of: "
+        "max_connections, requests_per_second, request_burst)"}},
+      {"unknown key in a sandbox",
+       twoSandboxes("", "      burst: 1\n", ""),
+       {"test.yaml:7:7: sandboxes[0].limits: unknown key 'burst' (expected one of: "
+        "max_connections, requests_per_second, request_burst)"}},
+      {"zero, everywhere",
+       twoSandboxes("limits:\n  per_sandbox:\n    max_connections: 0\n",
+                    "      requests_per_second: 0\n      request_burst: 0\n", ""),
+       {"test.yaml:4:22: limits.per_sandbox.max_connections: must be at least 1 (leave the key "
+        "out for no limit)",
+        "test.yaml:10:28: sandboxes[0].limits.requests_per_second: must be at least 1 (leave "
+        "the key out for no limit)",
+        "test.yaml:11:22: sandboxes[0].limits.request_burst: must be at least 1 (leave the key "
+        "out for no limit)"}},
+      {"a rate faster than one a nanosecond",
+       kMinimal + "limits:\n  per_sandbox:\n    requests_per_second: 1000000001\n",
+       {"test.yaml:12:26: limits.per_sandbox.requests_per_second: must be at most 1000000000"}},
+      {"not plain decimal numbers",
+       twoSandboxes("", "      max_connections: 010\n", "      requests_per_second: '5'\n"),
+       {"test.yaml:7:24: sandboxes[0].limits.max_connections: '010' is not a plain decimal "
+        "number (a leading 0 or 0x would be read as octal or hex)",
+        "test.yaml:12:28: sandboxes[1].limits.requests_per_second: expected a number, got the "
+        "quoted string '5' (write it without quotes)"}},
+      {"not a map",
+       twoSandboxes("limits:\n  per_sandbox: 5\n", "      - 1\n", ""),
+       {"test.yaml:3:16: limits.per_sandbox: expected a map, got '5'",
+        "test.yaml:9:7: sandboxes[0].limits: expected a map, got a list"}},
+      {"duplicate key",
+       twoSandboxes("", "      max_connections: 1\n      max_connections: 2\n", ""),
+       {"test.yaml:8:7: sandboxes[0].limits: duplicate key 'max_connections' (first at line 7)"}},
+      {"a sandbox's burst without any rate",
+       twoSandboxes("", "", "      request_burst: 5\n"),
+       {"test.yaml:10:22: sandboxes[1].limits.request_burst: a burst needs a rate: set "
+        "requests_per_second here or in limits.per_sandbox"}},
+      {"a default burst left without a rate: once, naming the first such sandbox",
+       twoSandboxes("", "      requests_per_second: 5\n", "",
+                    "limits:\n  per_sandbox:\n    request_burst: 5\n"),
+       {"test.yaml:17:20: limits.per_sandbox.request_burst: a burst needs a rate: sandbox 'b' "
+        "has none; set limits.per_sandbox.requests_per_second or the sandbox's own"}},
+      {"a default burst, no rate anywhere",
+       twoSandboxes("limits:\n  per_sandbox:\n    request_burst: 5\n", "", ""),
+       {"test.yaml:4:20: limits.per_sandbox.request_burst: a burst needs a rate: sandbox 'a' "
+        "has none; set limits.per_sandbox.requests_per_second or the sandbox's own"}},
+      {"the burst errors take their place in document order",
+       twoSandboxes("", "      request_burst: 5\n", "      max_connections: 1\n    colour: blue\n"),
+       {"test.yaml:7:22: sandboxes[0].limits.request_burst: a burst needs a rate: set "
+        "requests_per_second here or in limits.per_sandbox",
+        "test.yaml:13:5: sandboxes[1]: unknown key 'colour' (expected one of: name, listen, "
+        "transparent, dns_listen, ca, policy, mode, original_dst, audit, limits)"}},
+  });
+}
+
+TEST(SandboxLimits, ErrorsInASandboxesDirFile) {
+  const auto errors =
+      errorsOf(kWithDir + "limits:\n  per_sandbox:\n    max_connections: 3\n",
+               dirOptions({
+                   {"sb/a.yaml",
+                    "name: a\nlisten: 127.0.0.1:3128\npolicy: p\nlimits:\n  request_burst: 2\n"},
+                   {"sb/b.yaml",
+                    "name: b\nlisten: 127.0.0.1:3129\npolicy: p\nlimits:\n  max_connections: 0\n"
+                    "  rate: 1\n"},
+                   {"sb/c.yaml", "name: c\nlisten: 127.0.0.1:3130\npolicy: p\nlimits: []\n"},
+               }));
+  EXPECT_THAT(errors,
+              ElementsAre("sb/a.yaml:5:18: limits.request_burst: a burst needs a rate: set "
+                          "requests_per_second here or in limits.per_sandbox",
+                          "sb/b.yaml:5:20: limits.max_connections: must be at least 1 (leave the "
+                          "key out for no limit)",
+                          "sb/b.yaml:6:3: limits: unknown key 'rate' (expected one of: "
+                          "max_connections, requests_per_second, request_burst)",
+                          "sb/c.yaml:4:9: limits: expected a map, got a list"));
 }
 
 TEST(ConfigModel, ToStrings) {

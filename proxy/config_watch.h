@@ -1,0 +1,68 @@
+#pragma once
+// Notices when the configuration on disk changed: the config file, or a file of sandboxes_dir
+// appearing, changing or going away (SPEC §3; an orchestrator adds a sandbox by dropping a
+// file). inotify on the two directories, not on the files: editors and Kubernetes ConfigMaps
+// replace a file by renaming another over it (a ConfigMap swaps its `..data` symlink), which a
+// watch on the old file would never report.
+//
+// Events come in bursts (a write is create, modify, close; a ConfigMap update touches several
+// names), so a change is reported once things were quiet for kSettle, and only if what is on
+// disk really differs: a fingerprint of every file's identity, size and modification time. An
+// audit file or a CA written into the config file's directory changes nothing watched.
+//
+// Main thread only. Same ownership contract as the io/ handles: close(), then keep the object
+// until `done` has run.
+
+#include <uv.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace sluice::proxy {
+
+class ConfigWatch {
+ public:
+  static constexpr std::chrono::milliseconds kSettle{250};
+
+  // `file`: the config file; `on_change` runs on the loop after a settled change.
+  ConfigWatch(uv_loop_t* loop, std::string file, std::function<void()> on_change);
+  ~ConfigWatch();
+  ConfigWatch(const ConfigWatch&) = delete;
+  ConfigWatch& operator=(const ConfigWatch&) = delete;
+
+  // Watches `dir` (sandboxes_dir; none when empty) from now on, in place of the previous one.
+  // Also takes the current state of the files as the one changes are measured against.
+  void watchSandboxDir(const std::optional<std::string>& dir);
+  void close(std::function<void()> done);
+
+ private:
+  struct Watch {
+    uv_fs_event_t handle{};
+    ConfigWatch* owner = nullptr;
+    bool open = false;
+    bool only_config_file = false;
+  };
+  static void onEvent(uv_fs_event_t* handle, const char* name, int events, int status) noexcept;
+  static void onSettled(uv_timer_t* timer) noexcept;
+  static void onClosed(uv_handle_t* handle) noexcept;
+  void startWatch(Watch& watch, const std::string& dir);
+  void stopWatch(Watch& watch);
+  std::string fingerprint() const;
+
+  uv_loop_t* loop_;
+  std::string file_;
+  std::string file_name_;  // the config file's name in its directory
+  std::string dir_;        // sandboxes_dir, or empty
+  std::function<void()> on_change_;
+  Watch config_dir_;
+  Watch sandbox_dir_;
+  uv_timer_t settle_{};
+  std::string last_;  // fingerprint of what is on disk as last loaded
+  int open_handles_ = 0;
+  bool closing_ = false;
+  std::function<void()> done_;
+};
+
+}  // namespace sluice::proxy

@@ -1,0 +1,114 @@
+#include "proxy/generation.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "proxy/tls/tls_context.h"
+
+namespace sluice::proxy {
+
+namespace {
+
+std::atomic<std::uint64_t> next_runtime_id{1};
+
+const SandboxView* findIn(const Generation* generation, std::string_view name) {
+  return generation == nullptr ? nullptr : generation->find(name);
+}
+
+// The previous runtime of a sandbox if its CA directory is unchanged (same CA, same leaves,
+// same counters), else a new one with the CA loaded or created.
+Result<std::shared_ptr<SandboxRuntime>, std::string> runtimeFor(
+    const policy::Sandbox& sandbox, const SandboxView* before, std::vector<std::string>* notices) {
+  if (before != nullptr && before->runtime->ca_dir == sandbox.ca_dir) {
+    return before->runtime;
+  }
+  auto runtime = std::make_shared<SandboxRuntime>();
+  runtime->id = next_runtime_id.fetch_add(1);
+  runtime->name = sandbox.name;
+  runtime->ca_dir = sandbox.ca_dir;
+  struct stat st {};
+  bool existed = ::stat((sandbox.ca_dir + "/ca.pem").c_str(), &st) == 0;
+  auto ca = certs::CertificateAuthority::loadOrCreate(sandbox.ca_dir,
+                                                      "sluice sandbox CA (" + sandbox.name + ")");
+  if (!ca) {
+    return Err{"sandbox '" + sandbox.name + "': " + ca.error()};
+  }
+  if (!existed && notices != nullptr) {
+    notices->push_back("sandbox '" + sandbox.name + "': created CA " + sandbox.ca_dir + "/ca.pem");
+  }
+  runtime->ca = std::make_unique<certs::CertificateAuthority>(std::move(ca).value());
+  runtime->leaves = std::make_unique<certs::LeafCache>(*runtime->ca);
+  return runtime;
+}
+
+// The previous bucket when the sandbox's rate is unchanged (its tokens carry over), else a
+// new one; null without a limit.
+std::shared_ptr<limits::RequestRate> rateFor(const policy::Sandbox& sandbox,
+                                             const SandboxView* before) {
+  const policy::SandboxLimits& limits = sandbox.limits;
+  if (!limits.requests_per_second) {
+    return nullptr;
+  }
+  std::uint64_t burst = limits.request_burst.value_or(*limits.requests_per_second);
+  if (before != nullptr && before->rate != nullptr &&
+      before->sandbox->limits.requests_per_second == limits.requests_per_second &&
+      before->sandbox->limits.request_burst == limits.request_burst) {
+    return before->rate;
+  }
+  return std::make_shared<limits::RequestRate>(*limits.requests_per_second, burst);
+}
+
+}  // namespace
+
+const SandboxView* Generation::find(std::string_view name) const {
+  for (const SandboxView& view : sandboxes) {
+    if (view.sandbox->name == name) {
+      return &view;
+    }
+  }
+  return nullptr;
+}
+
+Result<std::shared_ptr<const Generation>, std::string> buildGeneration(
+    std::shared_ptr<const policy::Config> config, SecretValues secrets,
+    const Generation* previous, audit::AuditLog& audit, std::vector<std::string>* notices) {
+  auto generation = std::make_shared<Generation>();
+  generation->number = previous == nullptr ? 1 : previous->number + 1;
+  generation->config = std::move(config);
+  generation->secrets = std::make_shared<const SecretValues>(std::move(secrets));
+  const policy::Config& c = *generation->config;
+
+  if (previous != nullptr && previous->config->upstream.ca_file == c.upstream.ca_file) {
+    generation->upstream_tls = previous->upstream_tls;
+    generation->upstream_trust_id = previous->upstream_trust_id;
+  } else {
+    auto upstream = tls::makeUpstreamContext(c.upstream.ca_file);
+    if (!upstream) {
+      return Err{"upstream.ca_file: " + upstream.error()};
+    }
+    generation->upstream_tls = std::shared_ptr<SSL_CTX>(std::move(upstream).value());
+    generation->upstream_trust_id = generation->number;
+  }
+
+  for (const policy::Sandbox& sandbox : c.sandboxes) {
+    const SandboxView* before = findIn(previous, sandbox.name);
+    auto runtime = runtimeFor(sandbox, before, notices);
+    if (!runtime) {
+      return Err{runtime.error()};
+    }
+    auto sink = audit.sink(sandbox.audit_path ? *sandbox.audit_path : c.audit.path);
+    if (!sink) {
+      return Err{"sandbox '" + sandbox.name + "': " + sink.error()};
+    }
+    auto& sinks = generation->audit_sinks;
+    if (std::find(sinks.begin(), sinks.end(), sink.value()) == sinks.end()) {
+      sinks.push_back(sink.value());
+    }
+    generation->sandboxes.push_back(SandboxView{&sandbox, std::move(runtime).value(),
+                                                sink.value().get(), rateFor(sandbox, before)});
+  }
+  return std::shared_ptr<const Generation>(std::move(generation));
+}
+
+}  // namespace sluice::proxy

@@ -180,6 +180,8 @@ class Session : private io::TcpStream::Handler,
   const policy::Sandbox& sandbox() const;
   const policy::Config& config() const;
   UpstreamKey upstreamKey() const;
+  // Takes one of the sandbox's request tokens; without one, answers 429 rate_limited.
+  bool overRequestRate();
   void onRequestHead();
   void onRequestComplete();
   policy::Decision decideRequest(std::span<const policy::IpAddress> addresses, bool resolved);

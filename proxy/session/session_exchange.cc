@@ -109,6 +109,19 @@ policy::Decision Session::decideRequest(std::span<const policy::IpAddress> addre
   return policy::decide(sandbox(), facts);
 }
 
+// Every request of the sandbox takes a token, allowed or not (denied ones cost a record each):
+// a sandbox over its rate gets 429s, and the others keep their share of the gateway.
+bool Session::overRequestRate() {
+  if (view_->rate == nullptr || view_->rate->take(uv_hrtime())) {
+    return false;
+  }
+  exchange_.rule.clear();
+  deny(policy::Reason::RateLimited,
+       "sandbox '" + sandbox().name + "' is over its limit of " +
+           std::to_string(*sandbox().limits.requests_per_second) + " requests per second");
+  return true;
+}
+
 void Session::onRequestHead() {
   if (!takeUpCurrentGeneration()) {
     return;
@@ -192,13 +205,7 @@ void Session::onRequestHead() {
     }
     exchange_.url += urlPath(exchange_.origin_target);
   }
-  // Every request of the sandbox takes a token, allowed or not (denied ones cost a record
-  // each): a sandbox over its rate gets 429s, and the others keep their share of the gateway.
-  if (view_->rate != nullptr && !view_->rate->take(uv_hrtime())) {
-    exchange_.rule.clear();
-    deny(policy::Reason::RateLimited,
-         "sandbox '" + sandbox().name + "' is over its limit of " +
-             std::to_string(*sandbox().limits.requests_per_second) + " requests per second");
+  if (overRequestRate()) {
     return;
   }
   if (!d.forwards()) {

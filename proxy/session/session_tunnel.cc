@@ -62,6 +62,11 @@ void Session::onConnectHead() {
   exchange_.host.assign(d.host.text());
   exchange_.rule = d.rule != nullptr ? d.rule->name : std::string();
   if (!d.forwards()) {
+    // A refused CONNECT is a request that ends here, with a record: it takes a token like
+    // any request (an allowed one does not; the requests inside the tunnel will).
+    if (overRequestRate()) {
+      return;
+    }
     deny(d.reason, explainDenial(d.reason, sandbox().name,
                                  exchange_.host.empty() ? connect_host_ : exchange_.host,
                                  "CONNECT", connect_authority_));

@@ -277,19 +277,15 @@ void Server::reload(std::string_view why) {
   if (!secrets) {
     return fail(secrets.error());
   }
-  std::vector<std::string> notices;
-  auto generation = buildGeneration(config.value(), std::move(secrets).value(),
-                                    generation_.get(), state_->audit, &notices);
-  if (!generation) {
-    return fail(generation.error());
-  }
-  const policy::Config& c = *generation.value()->config;
+  // Addresses first: a reload that cannot have them fails before it creates anything on disk
+  // (a new sandbox's CA).
+  const policy::Config& c = *config.value();
   auto sockets = bindListeners(c, sockets_);
   if (!sockets) {
     return fail(sockets.error());
   }
   std::unique_ptr<admin::AdminServer> moved_admin;
-  const auto& admin_before = generation_->config->admin.listen;
+  const std::optional<policy::Endpoint> admin_before = generation_->config->admin.listen;
   if (c.admin.listen && c.admin.listen != admin_before) {
     // Bound before the old one closes: a reload that moves the admin address to one in use
     // fails whole. (Moving it back and forth to the same address is not supported.)
@@ -298,8 +294,17 @@ void Server::reload(std::string_view why) {
       return fail(admin.error());
     }
     moved_admin = std::move(admin).value();
+  }
+  std::vector<std::string> notices;
+  auto generation = buildGeneration(config.value(), std::move(secrets).value(),
+                                    generation_.get(), state_->audit, &notices);
+  if (!generation) {
+    return fail(generation.error());
+  }
+  if (moved_admin != nullptr) {
     if (auto started = moved_admin->start(&main_->loop, main_->adminHandlers()); !started) {
-      moved_admin->close(nullptr);
+      admin::AdminServer* unused = moved_admin.release();
+      unused->close([unused] { delete unused; });
       return fail(started.error());
     }
   }

@@ -123,7 +123,10 @@ void Session::processClientHello() {
     case tls::HelloStatus::Done:
       break;
   }
-  if (!takeUpCurrentGeneration()) {
+  // A redirected connection's ClientHello is where its tunnel starts: judged by the
+  // configuration in force now. After a CONNECT, the tunnel started with the CONNECT and is
+  // finished under that one (a reload in between meets its first request, with a 403 over TLS).
+  if (mode_ == audit::Mode::Transparent && !takeUpCurrentGeneration()) {
     return;
   }
   if (mode_ == audit::Mode::Transparent) {

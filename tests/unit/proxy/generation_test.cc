@@ -1,0 +1,132 @@
+// buildGeneration across a reload: what a sandbox keeps (CA, counters, rate bucket, audit file)
+// and what makes it start afresh; one audit sink per path for the whole process.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "policy/config_loader.h"
+#include "proxy/generation.h"
+
+namespace sluice::proxy {
+namespace {
+
+namespace fs = std::filesystem;
+
+class GenerationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("sluice-generation-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A config with sandbox `a` (and `b` when `with_b`); `a_ca` names a's CA directory, `rate` its
+  // requests_per_second (0: none), `b_audit` b's own audit file ("" for the global one).
+  std::shared_ptr<const policy::Config> config(const std::string& a_ca, int rate, bool with_b,
+                                               const std::string& b_audit = "") {
+    std::string text = "version: 1\naudit: {path: " + (dir_ / "audit.jsonl").string() +
+                       "}\nsandboxes:\n  - name: a\n    listen: 127.0.0.1:39001\n    ca: " +
+                       (dir_ / a_ca).string() + "\n    policy: p\n";
+    if (rate > 0) {
+      text += "    limits: {requests_per_second: " + std::to_string(rate) + "}\n";
+    }
+    if (with_b) {
+      text += "  - name: b\n    listen: 127.0.0.1:39002\n    ca: " + (dir_ / "ca-b").string() +
+              "\n    policy: p\n";
+      if (!b_audit.empty()) {
+        text += "    audit: " + (dir_ / b_audit).string() + "\n";
+      }
+    }
+    text += "policies:\n  p:\n    rules:\n      - hosts: [example.com]\n";
+    auto loaded = policy::loadConfig({"test.yaml", text}, {});
+    EXPECT_TRUE(loaded) << (loaded ? "" : loaded.error().front().toString());
+    return loaded.value();
+  }
+
+  std::shared_ptr<const Generation> build(std::shared_ptr<const policy::Config> c,
+                                          const Generation* previous) {
+    auto built = buildGeneration(std::move(c), SecretValues{}, previous, audit_, nullptr);
+    EXPECT_TRUE(built) << (built ? "" : built.error());
+    return built.value();
+  }
+
+  fs::path dir_;
+  audit::AuditLog audit_;
+};
+
+TEST_F(GenerationTest, AReloadKeepsASandboxsRuntimeBucketAndSink) {
+  auto first = build(config("ca-a", 5, false), nullptr);
+  auto second = build(config("ca-a", 5, true), first.get());
+  EXPECT_EQ(first->number, 1u);
+  EXPECT_EQ(second->number, 2u);
+  const SandboxView* a1 = first->find("a");
+  const SandboxView* a2 = second->find("a");
+  ASSERT_NE(a1, nullptr);
+  ASSERT_NE(a2, nullptr);
+  EXPECT_EQ(a1->runtime, a2->runtime);  // same CA, leaves and counters
+  EXPECT_EQ(a1->rate, a2->rate);        // the bucket's tokens carry over
+  EXPECT_EQ(a1->audit, a2->audit);      // one chain per file
+  EXPECT_EQ(second->find("b")->audit, a2->audit);
+  EXPECT_EQ(second->audit_sinks.size(), 1u);
+  EXPECT_EQ(first->upstream_trust_id, second->upstream_trust_id);
+  EXPECT_EQ(first->upstream_tls, second->upstream_tls);
+  // The policy itself is the new one.
+  EXPECT_NE(a1->sandbox, a2->sandbox);
+  EXPECT_EQ(a2->sandbox->name, "a");
+}
+
+TEST_F(GenerationTest, ANewCaDirectoryIsANewRuntime) {
+  auto first = build(config("ca-a", 0, false), nullptr);
+  auto second = build(config("ca-a2", 0, false), first.get());
+  EXPECT_NE(first->find("a")->runtime, second->find("a")->runtime);
+  EXPECT_NE(first->find("a")->runtime->id, second->find("a")->runtime->id);
+  EXPECT_TRUE(fs::exists(dir_ / "ca-a2" / "ca.pem"));
+}
+
+TEST_F(GenerationTest, AChangedRateIsANewBucketAndNoRateIsNone) {
+  auto first = build(config("ca-a", 5, false), nullptr);
+  auto second = build(config("ca-a", 7, false), first.get());
+  auto third = build(config("ca-a", 0, false), second.get());
+  ASSERT_NE(first->find("a")->rate, nullptr);
+  ASSERT_NE(second->find("a")->rate, nullptr);
+  EXPECT_NE(first->find("a")->rate, second->find("a")->rate);
+  EXPECT_EQ(third->find("a")->rate, nullptr);
+}
+
+TEST_F(GenerationTest, ARemovedSandboxIsGoneAndItsOwnSinkClosesWhenUnused) {
+  auto first = build(config("ca-a", 0, true, "b.jsonl"), nullptr);
+  ASSERT_EQ(first->audit_sinks.size(), 2u);
+  std::weak_ptr<audit::AuditSink> b_sink;
+  for (const auto& sink : first->audit_sinks) {
+    if (sink->path() == (dir_ / "b.jsonl").string()) {
+      b_sink = sink;
+    }
+  }
+  ASSERT_FALSE(b_sink.expired());
+  auto second = build(config("ca-a", 0, false), first.get());
+  EXPECT_EQ(second->find("b"), nullptr);
+  EXPECT_EQ(second->audit_sinks.size(), 1u);
+  audit_.closeUnused();
+  EXPECT_FALSE(b_sink.expired()) << "the first generation still writes there";
+  first.reset();
+  audit_.closeUnused();
+  EXPECT_TRUE(b_sink.expired());
+}
+
+TEST_F(GenerationTest, ACaThatCannotBeMadeFailsTheBuild) {
+  fs::path blocked = dir_ / "file-not-dir";
+  { std::ofstream(blocked.string()) << "x"; }
+  auto c = config("file-not-dir/ca", 0, false);
+  auto built = buildGeneration(c, SecretValues{}, nullptr, audit_, nullptr);
+  ASSERT_FALSE(built);
+  EXPECT_NE(built.error().find("sandbox 'a'"), std::string::npos) << built.error();
+}
+
+}  // namespace
+}  // namespace sluice::proxy

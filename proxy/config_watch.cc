@@ -2,9 +2,13 @@
 
 #include <dirent.h>
 #include <spdlog/spdlog.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <vector>
 
 namespace sluice::proxy {
@@ -44,68 +48,92 @@ ConfigWatch::ConfigWatch(uv_loop_t* loop, std::string file, std::function<void()
       file_(std::move(file)),
       file_name_(baseName(file_)),
       on_change_(std::move(on_change)) {
-  for (Watch* w : {&config_dir_, &sandbox_dir_}) {
-    uv_fs_event_init(loop_, &w->handle);
-    w->handle.data = w;
-    w->owner = this;
-  }
-  config_dir_.only_config_file = true;
   uv_timer_init(loop_, &settle_);
   settle_.data = this;
-  open_handles_ = 3;
-  startWatch(config_dir_, parentOf(file_));
+  open_handles_ = 1;
+  inotify_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_ < 0) {
+    spdlog::warn("sluice: cannot watch the configuration for changes ({}); reload with SIGHUP",
+                 std::strerror(errno));
+  } else {
+    uv_poll_init(loop_, &poll_, inotify_);
+    poll_.data = this;
+    ++open_handles_;
+    uv_poll_start(&poll_, UV_READABLE, &ConfigWatch::onReadable);
+    config_dir_watch_ = addWatch(parentOf(file_));
+  }
   last_ = fingerprint();
 }
 
-ConfigWatch::~ConfigWatch() = default;
+ConfigWatch::~ConfigWatch() {
+  if (inotify_ >= 0) {
+    ::close(inotify_);
+  }
+}
 
-void ConfigWatch::startWatch(Watch& watch, const std::string& dir) {
-  int rc = uv_fs_event_start(&watch.handle, &ConfigWatch::onEvent, dir.c_str(), 0);
-  if (rc != 0) {
+int ConfigWatch::addWatch(const std::string& dir) {
+  constexpr std::uint32_t kMask = IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+                                  IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+  int wd = ::inotify_add_watch(inotify_, dir.c_str(), kMask | IN_ONLYDIR);
+  if (wd < 0) {
     // Not fatal: SIGHUP still reloads. A sandboxes_dir that does not exist is already a
     // config error.
     spdlog::warn("sluice: cannot watch {} for changes ({}); reload with SIGHUP", dir,
-                 uv_strerror(rc));
-    return;
+                 std::strerror(errno));
   }
-  watch.open = true;
-}
-
-void ConfigWatch::stopWatch(Watch& watch) {
-  if (watch.open) {
-    uv_fs_event_stop(&watch.handle);
-    watch.open = false;
-  }
+  return wd;
 }
 
 void ConfigWatch::watchSandboxDir(const std::optional<std::string>& dir) {
   std::string wanted = dir.value_or("");
-  if (wanted != dir_ && !closing_) {
-    stopWatch(sandbox_dir_);
+  if (wanted != dir_ && !closing_ && inotify_ >= 0) {
+    // One directory may be both (sandboxes_dir: "."): inotify then has one watch for it, and
+    // removing it for one would remove it for the other.
+    if (sandbox_dir_watch_ >= 0 && sandbox_dir_watch_ != config_dir_watch_) {
+      ::inotify_rm_watch(inotify_, sandbox_dir_watch_);
+    }
+    sandbox_dir_watch_ = -1;
     dir_ = wanted;
     if (!dir_.empty()) {
-      startWatch(sandbox_dir_, dir_);
+      sandbox_dir_watch_ = addWatch(dir_);
     }
+  } else if (wanted != dir_) {
+    dir_ = wanted;
   }
   last_ = fingerprint();
 }
 
-void ConfigWatch::onEvent(uv_fs_event_t* handle, const char* name, int, int status) noexcept {
-  auto* watch = static_cast<Watch*>(handle->data);
-  ConfigWatch* self = watch->owner;
-  if (status != 0 || self->closing_) {
-    return;
+void ConfigWatch::onReadable(uv_poll_t* poll, int status, int) noexcept {
+  if (status == 0) {
+    static_cast<ConfigWatch*>(poll->data)->readEvents();
   }
-  if (watch->only_config_file && name != nullptr) {
-    // Beside the config file live other things (CAs, audit logs): only the file itself, or a
-    // ConfigMap's `..data` swap, counts.
-    std::string_view n = name;
-    if (n != self->file_name_ && !n.starts_with("..")) {
-      return;
+}
+
+void ConfigWatch::readEvents() {
+  alignas(inotify_event) char buffer[4096];
+  bool relevant = false;
+  for (;;) {
+    ssize_t n = ::read(inotify_, buffer, sizeof(buffer));
+    if (n <= 0) {
+      break;  // EAGAIN: all read
+    }
+    for (ssize_t at = 0; at < n;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+      at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      std::string_view name = event->len > 0 ? std::string_view(event->name) : "";
+      if (event->wd == sandbox_dir_watch_ || name.empty()) {
+        relevant = true;
+      } else if (event->wd == config_dir_watch_) {
+        // Beside the config file live other things (CAs, audit logs): only the file itself,
+        // or a ConfigMap's `..data` swap, counts.
+        relevant |= name == file_name_ || name.starts_with("..");
+      }
     }
   }
-  uv_timer_start(&self->settle_, &ConfigWatch::onSettled,
-                 static_cast<std::uint64_t>(kSettle.count()), 0);
+  if (relevant && !closing_) {
+    uv_timer_start(&settle_, &ConfigWatch::onSettled, static_cast<std::uint64_t>(kSettle.count()),
+                   0);
+  }
 }
 
 void ConfigWatch::onSettled(uv_timer_t* timer) noexcept {
@@ -150,15 +178,14 @@ void ConfigWatch::close(std::function<void()> done) {
   }
   closing_ = true;
   done_ = std::move(done);
-  for (Watch* w : {&config_dir_, &sandbox_dir_}) {
-    uv_close(reinterpret_cast<uv_handle_t*>(&w->handle), &ConfigWatch::onClosed);
+  if (inotify_ >= 0) {
+    uv_close(reinterpret_cast<uv_handle_t*>(&poll_), &ConfigWatch::onClosed);
   }
   uv_close(reinterpret_cast<uv_handle_t*>(&settle_), &ConfigWatch::onClosed);
 }
 
 void ConfigWatch::onClosed(uv_handle_t* handle) noexcept {
-  ConfigWatch* self = handle->type == UV_TIMER ? static_cast<ConfigWatch*>(handle->data)
-                                               : static_cast<Watch*>(handle->data)->owner;
+  auto* self = static_cast<ConfigWatch*>(handle->data);
   if (--self->open_handles_ > 0) {
     return;
   }

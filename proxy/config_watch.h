@@ -5,6 +5,11 @@
 // replace a file by renaming another over it (a ConfigMap swaps its `..data` symlink), which a
 // watch on the old file would never report.
 //
+// Only completed changes are asked for (a file closed after writing, created, removed, renamed,
+// its attributes changed), never every write: an audit log in the same directory is appended
+// to thousands of times a second, and each IN_MODIFY would wake this thread (libuv's
+// uv_fs_event always asks for them, hence inotify itself here).
+//
 // Events come in bursts (a write is create, modify, close; a ConfigMap update touches several
 // names), so a change is reported once things were quiet for kSettle, and only if what is on
 // disk really differs: a fingerprint of every file's identity, size and modification time. An
@@ -38,17 +43,12 @@ class ConfigWatch {
   void close(std::function<void()> done);
 
  private:
-  struct Watch {
-    uv_fs_event_t handle{};
-    ConfigWatch* owner = nullptr;
-    bool open = false;
-    bool only_config_file = false;
-  };
-  static void onEvent(uv_fs_event_t* handle, const char* name, int events, int status) noexcept;
+  static void onReadable(uv_poll_t* poll, int status, int events) noexcept;
   static void onSettled(uv_timer_t* timer) noexcept;
   static void onClosed(uv_handle_t* handle) noexcept;
-  void startWatch(Watch& watch, const std::string& dir);
-  void stopWatch(Watch& watch);
+  // An inotify watch on `dir`; -1 (and a warning) if it cannot be watched.
+  int addWatch(const std::string& dir);
+  void readEvents();
   std::string fingerprint() const;
 
   uv_loop_t* loop_;
@@ -56,8 +56,10 @@ class ConfigWatch {
   std::string file_name_;  // the config file's name in its directory
   std::string dir_;        // sandboxes_dir, or empty
   std::function<void()> on_change_;
-  Watch config_dir_;
-  Watch sandbox_dir_;
+  int inotify_ = -1;
+  int config_dir_watch_ = -1;
+  int sandbox_dir_watch_ = -1;
+  uv_poll_t poll_{};
   uv_timer_t settle_{};
   std::string last_;  // fingerprint of what is on disk as last loaded
   int open_handles_ = 0;

@@ -64,6 +64,10 @@ struct SandboxLimits {
   std::optional<std::uint64_t> max_connections;      // open client connections at once
   std::optional<std::uint64_t> requests_per_second;  // 1..10^9; refill rate of the bucket
   std::optional<std::uint64_t> request_burst;        // bucket size: requests at once after idle
+  // Queries to the sandbox's resolver (dns_listen), a second's worth at once; beyond: REFUSED
+  // (BYPASSES D8: a resolver that answers without limit is a channel, even one that never
+  // forwards, and a flood of it would keep worker 0 from its connections).
+  std::optional<std::uint64_t> dns_queries_per_second;
 
   bool operator==(const SandboxLimits&) const = default;
 };

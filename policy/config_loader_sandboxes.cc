@@ -129,7 +129,9 @@ void readSandbox(YamlWalker& walker, const YamlValue& value, LoadState& state) {
 }
 
 void readSandboxLimits(YamlWalker& walker, const YamlValue& value, WrittenLimits& out) {
-  MapReader map(walker, value, {"max_connections", "requests_per_second", "request_burst"});
+  MapReader map(walker, value,
+                {"max_connections", "requests_per_second", "request_burst",
+                 "dns_queries_per_second"});
   // Each a plain decimal count; 0 would be a sandbox that can do nothing at all, more likely a
   // mistake for "unlimited" (which is leaving the key out).
   auto readCount = [&](std::string_view key, std::optional<std::uint64_t>& field,
@@ -151,6 +153,7 @@ void readSandboxLimits(YamlWalker& walker, const YamlValue& value, WrittenLimits
   // not be a limit it can keep.
   readCount("requests_per_second", out.values.requests_per_second, 1000000000);
   readCount("request_burst", out.values.request_burst, kNoMax);
+  readCount("dns_queries_per_second", out.values.dns_queries_per_second, 1000000000);
   const MapEntry* burst = map.find("request_burst");
   if (burst != nullptr && out.values.request_burst) {
     const std::string path =
@@ -174,6 +177,8 @@ void resolveSandboxLimits(LoadState& state) {
     effective.requests_per_second =
         o.requests_per_second ? o.requests_per_second : d.requests_per_second;
     effective.request_burst = o.request_burst ? o.request_burst : d.request_burst;
+    effective.dns_queries_per_second =
+        o.dns_queries_per_second ? o.dns_queries_per_second : d.dns_queries_per_second;
     if (effective.requests_per_second) {
       if (!effective.request_burst) {
         // A second's worth at once: a client that sends each second's requests together, not

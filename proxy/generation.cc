@@ -59,6 +59,19 @@ std::shared_ptr<limits::RequestRate> rateFor(const policy::Sandbox& sandbox,
   return std::make_shared<limits::RequestRate>(*limits.requests_per_second, burst);
 }
 
+std::shared_ptr<limits::RequestRate> dnsRateFor(const policy::Sandbox& sandbox,
+                                                const SandboxView* before) {
+  const auto& rate = sandbox.limits.dns_queries_per_second;
+  if (!rate) {
+    return nullptr;
+  }
+  if (before != nullptr && before->dns_rate != nullptr &&
+      before->sandbox->limits.dns_queries_per_second == rate) {
+    return before->dns_rate;
+  }
+  return std::make_shared<limits::RequestRate>(*rate, *rate);  // a second's worth at once
+}
+
 }  // namespace
 
 const SandboxView* Generation::find(std::string_view name) const {
@@ -106,7 +119,8 @@ Result<std::shared_ptr<const Generation>, std::string> buildGeneration(
       sinks.push_back(sink.value());
     }
     generation->sandboxes.push_back(SandboxView{&sandbox, std::move(runtime).value(),
-                                                sink.value().get(), rateFor(sandbox, before)});
+                                                sink.value().get(), rateFor(sandbox, before),
+                                                dnsRateFor(sandbox, before)});
   }
   return std::shared_ptr<const Generation>(std::move(generation));
 }

@@ -53,6 +53,8 @@ struct SandboxView {
   audit::AuditSink* audit = nullptr;         // one of Generation::audit_sinks
   // Null: no request-rate limit. Shared with the previous generation when unchanged.
   std::shared_ptr<limits::RequestRate> rate;
+  // The same for the queries to the sandbox's resolver (dns_queries_per_second).
+  std::shared_ptr<limits::RequestRate> dns_rate;
 };
 
 struct Generation {

@@ -206,8 +206,15 @@ Result<Ok, std::string> Worker::syncSandboxResolvers() {
         &loop_, *sandbox.dns_listen,
         [this, name = sandbox.name](std::string_view qname, std::uint16_t qtype) {
           const SandboxView* current = generation_->find(name);
-          return current != nullptr ? answerFor(*current->sandbox, qname, qtype)
-                                    : dns::SandboxAnswer{};
+          if (current == nullptr) {
+            return dns::SandboxAnswer{};
+          }
+          if (current->dns_rate != nullptr && !current->dns_rate->take(uv_hrtime())) {
+            dns::SandboxAnswer refused;
+            refused.kind = dns::SandboxAnswer::Kind::Refused;
+            return refused;
+          }
+          return answerFor(*current->sandbox, qname, qtype);
         });
     auto started = resolver->start();
     if (!started) {

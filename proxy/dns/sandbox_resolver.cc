@@ -220,6 +220,11 @@ bool SandboxResolver::respond(std::span<const std::uint8_t> message, bool udp,
   }
 
   const SandboxAnswer answer = answer_(query.name(), query.qtype);
+  if (answer.kind == SandboxAnswer::Kind::Refused) {
+    ++stats_.refused;
+    buildResponse(out, message, query, Rcode::Refused, {}, 0);
+    return true;
+  }
   if (answer.kind == SandboxAnswer::Kind::NxDomain) {
     ++stats_.nxdomain;
     buildResponse(out, message, query, Rcode::NxDomain, {}, 0);

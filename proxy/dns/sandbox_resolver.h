@@ -69,7 +69,8 @@
 namespace sluice::proxy::dns {
 
 struct SandboxAnswer {
-  enum class Kind : std::uint8_t { Addresses, NoData, NxDomain };
+  // Refused: the sandbox asks faster than its limits allow (dns_queries_per_second).
+  enum class Kind : std::uint8_t { Addresses, NoData, NxDomain, Refused };
   Kind kind = Kind::NxDomain;
   std::vector<policy::IpAddress> addresses;  // for Addresses
   std::uint32_t ttl = 0;                     // of the address records

@@ -13,6 +13,7 @@ import time
 import uuid
 
 import clients
+import dnswire
 import expect
 from gateway import Gateway
 from http1 import request_bytes
@@ -179,3 +180,27 @@ def test_refused_connects_take_tokens_too(start_sluice, bed):
     assert set(reasons) <= {(403, "not_allowed_host"), (429, "rate_limited")}, reasons
     assert (429, "rate_limited") in reasons, reasons
     assert reasons.count((403, "not_allowed_host")) <= 2 + int(elapsed) + 1, (reasons, elapsed)
+
+
+def test_sandbox_resolver_refuses_beyond_its_query_rate(start_sluice, bed):
+    """BYPASSES D8: the sandbox's resolver answers at most dns_queries_per_second (a second's
+    worth at once); beyond that REFUSED, without asking the policy. The other sandbox's resolver
+    is not limited by alpha's flood."""
+    rate = 3
+    ports = {}
+
+    def edit(config, workdir):
+        two_sandboxes(bed, alpha_limits={"dns_queries_per_second": rate})(config, workdir)
+        for sandbox in config["sandboxes"]:
+            ports[sandbox["name"]] = free_port(("127.0.0.1",), kind=socket.SOCK_DGRAM)
+            sandbox["dns_listen"] = "127.0.0.1:%d" % ports[sandbox["name"]]
+
+    start_sluice(edit=edit)
+    started = time.monotonic()
+    answers = [dnswire.query("127.0.0.1", ports[A], "allowed.test").rcode for _ in range(15)]
+    elapsed = time.monotonic() - started
+    assert set(answers) <= {"NOERROR", "REFUSED"}, answers
+    assert "REFUSED" in answers, answers
+    assert rate <= answers.count("NOERROR") <= rate + int(elapsed * rate) + 1, (answers, elapsed)
+    others = [dnswire.query("127.0.0.1", ports[B], "allowed.test") for _ in range(15)]
+    assert all(a.rcode == "NOERROR" and a.addresses == ["127.0.0.1"] for a in others), others

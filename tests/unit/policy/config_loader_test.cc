@@ -1730,11 +1730,13 @@ TEST(SandboxLimits, Errors) {
       {"unknown key in the defaults",
        kMinimal + "limits:\n  per_sandbox:\n    max_conns: 1\n",
        {"test.yaml:12:5: limits.per_sandbox: unknown key 'max_conns' (expected one of: "
-        "max_connections, requests_per_second, request_burst)"}},
+        "max_connections, requests_per_second, request_burst, "
+        "dns_queries_per_second)"}},
       {"unknown key in a sandbox",
        twoSandboxes("", "      burst: 1\n", ""),
        {"test.yaml:7:7: sandboxes[0].limits: unknown key 'burst' (expected one of: "
-        "max_connections, requests_per_second, request_burst)"}},
+        "max_connections, requests_per_second, request_burst, "
+        "dns_queries_per_second)"}},
       {"zero, everywhere",
        twoSandboxes("limits:\n  per_sandbox:\n    max_connections: 0\n",
                     "      requests_per_second: 0\n      request_burst: 0\n", ""),
@@ -1782,6 +1784,19 @@ TEST(SandboxLimits, Errors) {
   });
 }
 
+TEST(SandboxLimits, DnsQueryRate) {
+  auto config = load(twoSandboxes("limits:\n  per_sandbox:\n    dns_queries_per_second: 40\n",
+                                  "      dns_queries_per_second: 3\n", ""));
+  ASSERT_NE(config, nullptr);
+  EXPECT_EQ(config->limits.per_sandbox.dns_queries_per_second, 40u);
+  EXPECT_EQ(config->sandboxes[0].limits.dns_queries_per_second, 3u);
+  EXPECT_EQ(config->sandboxes[1].limits.dns_queries_per_second, 40u);
+  EXPECT_EQ(config->sandboxes[1].limits.requests_per_second, std::nullopt);
+  EXPECT_THAT(errorsOf(twoSandboxes("", "      dns_queries_per_second: 0\n", "")),
+              ElementsAre("test.yaml:7:31: sandboxes[0].limits.dns_queries_per_second: must be "
+                          "at least 1 (leave the key out for no limit)"));
+}
+
 TEST(SandboxLimits, ErrorsInASandboxesDirFile) {
   const auto errors =
       errorsOf(kWithDir + "limits:\n  per_sandbox:\n    max_connections: 3\n",
@@ -1799,7 +1814,8 @@ TEST(SandboxLimits, ErrorsInASandboxesDirFile) {
                           "sb/b.yaml:5:20: limits.max_connections: must be at least 1 (leave the "
                           "key out for no limit)",
                           "sb/b.yaml:6:3: limits: unknown key 'rate' (expected one of: "
-                          "max_connections, requests_per_second, request_burst)",
+                          "max_connections, requests_per_second, request_burst, "
+                          "dns_queries_per_second)",
                           "sb/c.yaml:4:9: limits: expected a map, got a list"));
 }
 

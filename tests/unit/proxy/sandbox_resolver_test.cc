@@ -438,6 +438,25 @@ TEST_F(SandboxResolverTest, AddressesOnlyForTheirOwnFamilyAndType) {
   }
 }
 
+// The Answerer refuses (the sandbox is over dns_queries_per_second): REFUSED, no record, and
+// the name and type are still those asked.
+TEST_F(SandboxResolverTest, RefusedByTheAnswererIsRefused) {
+  answerer_ = [](std::string_view, std::uint16_t) {
+    return SandboxAnswer{SandboxAnswer::Kind::Refused, {ip("10.200.0.1")}, 30};
+  };
+  start();
+  std::optional<Reply> reply;
+  withClient([&] {
+    UdpClient c(port_);
+    reply = c.ask(makeQuery(9, "allowed.test", kDnsTypeA));
+  });
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->id, 9);
+  EXPECT_EQ(reply->rcode, 5);
+  EXPECT_EQ(reply->an, 0);
+  EXPECT_EQ(resolver_->stats().refused, 1u);
+}
+
 TEST_F(SandboxResolverTest, UdpResponseFitsTheClientsSize) {
   answerer_ = [](std::string_view, std::uint16_t qtype) {
     SandboxAnswer a{SandboxAnswer::Kind::Addresses, {}, 30};

@@ -75,12 +75,8 @@ std::shared_ptr<limits::RequestRate> dnsRateFor(const policy::Sandbox& sandbox,
 }  // namespace
 
 const SandboxView* Generation::find(std::string_view name) const {
-  for (const SandboxView& view : sandboxes) {
-    if (view.sandbox->name == name) {
-      return &view;
-    }
-  }
-  return nullptr;
+  auto it = by_name.find(name);
+  return it == by_name.end() ? nullptr : &sandboxes[it->second];
 }
 
 Result<std::shared_ptr<const Generation>, std::string> buildGeneration(
@@ -121,6 +117,9 @@ Result<std::shared_ptr<const Generation>, std::string> buildGeneration(
     generation->sandboxes.push_back(SandboxView{&sandbox, std::move(runtime).value(),
                                                 sink.value().get(), rateFor(sandbox, before),
                                                 dnsRateFor(sandbox, before)});
+  }
+  for (std::size_t i = 0; i < generation->sandboxes.size(); ++i) {
+    generation->by_name.emplace(generation->sandboxes[i].sandbox->name, i);
   }
   return std::shared_ptr<const Generation>(std::move(generation));
 }

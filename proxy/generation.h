@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
@@ -65,6 +66,9 @@ struct Generation {
   std::uint64_t upstream_trust_id = 0;    // changes with upstream_tls
   std::vector<SandboxView> sandboxes;
   std::vector<std::shared_ptr<audit::AuditSink>> audit_sinks;  // each path once
+  // Sandbox name -> index in `sandboxes`: every accepted connection, and every query to a
+  // sandbox's resolver, finds its sandbox by name, and a host may serve hundreds of them.
+  std::unordered_map<std::string_view, std::size_t> by_name;
 
   const SandboxView* find(std::string_view name) const;
 };

@@ -52,6 +52,24 @@ def plain_get(address, bed, tag):
     return (final.status, final.sluice_reason) if final is not None else (None, None)
 
 
+def dns_port(avoid):
+    """A port free for both UDP and TCP on 127.0.0.1 (dns_listen binds both)."""
+    for _ in range(50):
+        port = free_port(("127.0.0.1",), kind=socket.SOCK_DGRAM, avoid=avoid)
+        if _tcp_bindable(port):
+            return port
+    raise RuntimeError("no port free for both UDP and TCP")
+
+
+def _tcp_bindable(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def open_idle(address):
     return socket.create_connection(address, timeout=5)
 
@@ -191,8 +209,9 @@ def test_sandbox_resolver_refuses_beyond_its_query_rate(start_sluice, bed):
 
     def edit(config, workdir):
         two_sandboxes(bed, alpha_limits={"dns_queries_per_second": rate})(config, workdir)
+        taken = {int(s["listen"].rsplit(":", 1)[1]) for s in config["sandboxes"]}
         for sandbox in config["sandboxes"]:
-            ports[sandbox["name"]] = free_port(("127.0.0.1",), kind=socket.SOCK_DGRAM)
+            ports[sandbox["name"]] = dns_port(avoid=taken | set(ports.values()))
             sandbox["dns_listen"] = "127.0.0.1:%d" % ports[sandbox["name"]]
 
     start_sluice(edit=edit)

@@ -144,6 +144,64 @@ def test_dropped_file_starts_serving_without_restart(start_sluice, bed):
     assert code == 0, out
 
 
+def test_configmap_style_updates_are_seen(start_sluice, bed):
+    """Edge case: the directory is a Kubernetes ConfigMap volume. The kubelet writes each
+    version into a hidden timestamped directory, points the `..data` symlink at it by renaming
+    a new `..data_tmp` over it, and the visible files are symlinks through `..data`. An update
+    that adds a key (a sandbox) is a new directory, one rename and one new symlink; sluice
+    reloads without a signal and serves the new sandbox; the old one keeps serving. An update of
+    an existing key is the rename alone, and is seen too."""
+    port_a = free_port((PROXY_ADDRESS,))
+
+    def configmap(version, files):
+        """Write version `version` of the volume (files: {name: text}) the kubelet's way."""
+        d = dir_of_workdir[0]
+        stamp = "..2026_11_30_v%d" % version
+        os.makedirs(os.path.join(d, stamp))
+        for name, text in files.items():
+            with open(os.path.join(d, stamp, name), "w") as f:
+                f.write(text)
+        os.symlink(stamp, os.path.join(d, "..data_tmp"))
+        os.rename(os.path.join(d, "..data_tmp"), os.path.join(d, "..data"))
+        for name in files:
+            link = os.path.join(d, name)
+            if not os.path.islink(link):
+                os.symlink(os.path.join("..data", name), link)
+
+    dir_of_workdir = []
+
+    def edit(config, workdir):
+        with_dir(bed)(config, workdir)
+        dir_of_workdir.append(os.path.join(workdir, DIR))
+        configmap(1, {"alpha.yaml": sandbox_text("alpha", port_a)})
+
+    s = start_sluice(edit=edit)
+    wait_serving(s, port_a, "alpha")
+    assert ok(whoami(view(s, bed, "alpha", port_a), "other.test"), "other.test")
+    port_b = free_port((PROXY_ADDRESS,), avoid=(port_a,))
+    reloads = Reloads(s)
+    configmap(2, {"alpha.yaml": sandbox_text("alpha", port_a),
+                  "beta.yaml": sandbox_text("beta", port_b)})
+    # One reload, or two if the kubelet's steps straddle the watch's settling time.
+    wait_until(lambda: any("beta" in added for _, _, added, _ in reloads.since()), 20,
+               "a reload that adds beta")
+    assert all(removed == [] for _, _, _, removed in reloads.since()), reloads.since()
+    assert reloads.since()[-1][1] == 3, reloads.since()  # sbx1, alpha, beta
+    wait_serving(s, port_b, "beta")
+    assert ok(whoami(view(s, bed, "beta", port_b), "other.test"), "other.test")
+    assert ok(whoami(view(s, bed, "alpha", port_a), "other.test"), "other.test")
+
+    # An update of a key alone changes no visible name: only `..data` is swapped. alpha moves.
+    port_c = free_port((PROXY_ADDRESS,), avoid=(port_a, port_b))
+    reloads = Reloads(s)
+    configmap(3, {"alpha.yaml": sandbox_text("alpha", port_c),
+                  "beta.yaml": sandbox_text("beta", port_b)})
+    reloads.wait_applied()
+    wait_until(lambda: listener(PROXY_ADDRESS, port_a) is None and
+               listener(PROXY_ADDRESS, port_c) is not None, 20, "alpha to move to its new port")
+    assert ok(whoami(view(s, bed, "alpha", port_c), "other.test"), "other.test")
+
+
 # --- a file goes ---------------------------------------------------------------------------------
 
 def test_removed_file_stops_the_listener_and_drains(start_sluice, bed, scratch):

@@ -158,8 +158,10 @@ std::string ConfigWatch::fingerprint() const {
   }
   std::vector<std::string> names;
   while (const dirent* entry = ::readdir(handle)) {
+    // The names readSandboxDir() loads: a CA directory or an audit file created beside them
+    // (relative paths in a sandbox file) is no reason to reload.
     std::string_view name = entry->d_name;
-    if (!name.starts_with(".")) {
+    if (!name.starts_with(".") && (name.ends_with(".yaml") || name.ends_with(".yml"))) {
       names.emplace_back(name);
     }
   }

@@ -12,8 +12,8 @@
 //
 // Events come in bursts (a write is create, modify, close; a ConfigMap update touches several
 // names), so a change is reported once things were quiet for kSettle, and only if what is on
-// disk really differs: a fingerprint of every file's identity, size and modification time. An
-// audit file or a CA written into the config file's directory changes nothing watched.
+// disk really differs: a fingerprint of the config file's and every sandbox file's identity,
+// size and modification time. An audit file or a CA written beside them changes nothing.
 //
 // Main thread only. Same ownership contract as the io/ handles: close(), then keep the object
 // until `done` has run.

@@ -61,6 +61,8 @@ struct Exchange {
   std::optional<policy::Endpoint> upstream;
   bool from_pool = false;
   bool retried = false;
+  // It took its token of the sandbox's request rate (or was refused one): once per request.
+  bool rate_charged = false;
 
   // What came back.
   int status = 0;

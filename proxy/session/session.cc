@@ -143,6 +143,7 @@ void Session::abort() { close("shutdown"); }
 void Session::refuseConnection(policy::Reason reason, bool answer) {
   exchange_.reset(uv_now(ctx_.loop), false);
   exchange_.active = false;
+  exchange_.rate_charged = true;  // not a request: the connection limit is its reason
   std::string detail = "sandbox '" + sandbox().name + "' has all the connections it may have";
   if (answer && mode_ != audit::Mode::Transparent) {
     deny(reason, detail);
@@ -448,6 +449,15 @@ void Session::onProxyHead() {
 // sluice's own answers.
 
 void Session::deny(policy::Reason reason, std::string_view detail) {
+  // A request refused before it took its token (a bad head, a refused CONNECT) takes one now:
+  // beyond the sandbox's rate every request is a 429, whatever else was wrong with it.
+  std::string over_rate;
+  if (!chargeRequest()) {
+    reason = policy::Reason::RateLimited;
+    over_rate = rateLimitDetail();
+    detail = over_rate;
+    exchange_.rule.clear();
+  }
   const policy::ReasonInfo& info = policy::reasonInfo(reason);
   SPDLOG_DEBUG("[C{}] deny {}: {}", id_, info.token, detail);
   scratch_.clear();

@@ -180,7 +180,10 @@ class Session : private io::TcpStream::Handler,
   const policy::Sandbox& sandbox() const;
   const policy::Config& config() const;
   UpstreamKey upstreamKey() const;
-  // Takes one of the sandbox's request tokens; without one, answers 429 rate_limited.
+  // Takes this request's token of the sandbox's rate, once per request; false: there was none.
+  bool chargeRequest();
+  std::string rateLimitDetail() const;
+  // Takes the token; without one, answers 429 rate_limited (true).
   bool overRequestRate();
   void onRequestHead();
   void onRequestComplete();

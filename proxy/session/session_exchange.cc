@@ -60,6 +60,7 @@ void Exchange::reset(std::uint64_t now_ms, bool hash) {
   upstream.reset();
   from_pool = false;
   retried = false;
+  rate_charged = false;
   status = 0;
   request_done = false;
   response_head_sent = false;
@@ -109,16 +110,28 @@ policy::Decision Session::decideRequest(std::span<const policy::IpAddress> addre
   return policy::decide(sandbox(), facts);
 }
 
-// Every request of the sandbox takes a token, allowed or not (denied ones cost a record each):
+// Every request of the sandbox takes a token, allowed or not (a refused one costs a record):
 // a sandbox over its rate gets 429s, and the others keep their share of the gateway.
+bool Session::chargeRequest() {
+  if (exchange_.rate_charged) {
+    return true;
+  }
+  exchange_.rate_charged = true;
+  return view_->rate == nullptr || view_->rate->take(uv_hrtime());
+}
+
+std::string Session::rateLimitDetail() const {
+  return "sandbox '" + sandbox().name + "' is over its limit of " +
+         std::to_string(sandbox().limits.requests_per_second.value_or(0)) +
+         " requests per second";
+}
+
 bool Session::overRequestRate() {
-  if (view_->rate == nullptr || view_->rate->take(uv_hrtime())) {
+  if (exchange_.rate_charged || chargeRequest()) {
     return false;
   }
   exchange_.rule.clear();
-  deny(policy::Reason::RateLimited,
-       "sandbox '" + sandbox().name + "' is over its limit of " +
-           std::to_string(*sandbox().limits.requests_per_second) + " requests per second");
+  deny(policy::Reason::RateLimited, rateLimitDetail());
   return true;
 }
 

@@ -62,11 +62,8 @@ void Session::onConnectHead() {
   exchange_.host.assign(d.host.text());
   exchange_.rule = d.rule != nullptr ? d.rule->name : std::string();
   if (!d.forwards()) {
-    // A refused CONNECT is a request that ends here, with a record: it takes a token like
-    // any request (an allowed one does not; the requests inside the tunnel will).
-    if (overRequestRate()) {
-      return;
-    }
+    // A refused CONNECT is a request that ends here, with a record: deny() takes a token for
+    // it like for any request (an allowed one does not; the requests inside the tunnel will).
     deny(d.reason, explainDenial(d.reason, sandbox().name,
                                  exchange_.host.empty() ? connect_host_ : exchange_.host,
                                  "CONNECT", connect_authority_));
@@ -264,6 +261,11 @@ void Session::refuseTunnel(policy::Reason reason, std::uint8_t alert, std::strin
     client_.write(std::string_view(reinterpret_cast<const char*>(record.data()), record.size()));
   }
   if (reason != policy::Reason::None) {
+    // A refused tunnel is on record like a refused request, and takes a token like one.
+    if (!chargeRequest()) {
+      reason = policy::Reason::RateLimited;
+      exchange_.rule.clear();
+    }
     writeAudit(policy::Verdict::Deny, reason, 0);
   }
   client_tls_.reset();  // nothing polite to say over a TLS session that never was

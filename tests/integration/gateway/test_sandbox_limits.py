@@ -223,3 +223,23 @@ def test_sandbox_resolver_refuses_beyond_its_query_rate(start_sluice, bed):
     assert rate <= answers.count("NOERROR") <= rate + int(elapsed * rate) + 1, (answers, elapsed)
     others = [dnswire.query("127.0.0.1", ports[B], "allowed.test") for _ in range(15)]
     assert all(a.rcode == "NOERROR" and a.addresses == ["127.0.0.1"] for a in others), others
+
+
+def test_malformed_requests_take_tokens_too(start_sluice, bed):
+    """A request refused for its form (an origin-form target on the explicit proxy: 400
+    bad_request) still costs a token: beyond the rate it is a 429 like any other."""
+    s = start_sluice(edit=two_sandboxes(bed, alpha_limits={"requests_per_second": 1,
+                                                           "request_burst": 2}),
+                     limits={"handshake_timeout": "20s"})
+    alpha = Gateway(s.sandbox_view(A), bed)
+    answers = []
+    started = time.monotonic()
+    for _ in range(8):
+        ex = clients.forward(alpha.sluice.address,
+                             [request_bytes("GET", "/no-absolute-url", "allowed.test",
+                                            keep_alive=False)])
+        answers.append((ex.final.status, ex.final.sluice_reason))
+    elapsed = time.monotonic() - started
+    assert set(answers) <= {(400, "bad_request"), (429, "rate_limited")}, answers
+    assert (429, "rate_limited") in answers, answers
+    assert answers.count((400, "bad_request")) <= 2 + int(elapsed) + 1, (answers, elapsed)

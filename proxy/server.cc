@@ -11,6 +11,7 @@
 
 #include "proxy/admin/admin_server.h"
 #include "proxy/config_watch.h"
+#include "proxy/dns/sandbox_resolver.h"
 #include "proxy/gateway_state.h"
 #include "proxy/generation.h"
 #include "proxy/version.h"
@@ -76,6 +77,26 @@ Result<ListenSet, std::string> bindListeners(const policy::Config& config,
     }
   }
   return sockets;
+}
+
+// The sandbox resolvers a reload adds (a dns_listen no sandbox of the running generation has
+// at that address) must be able to bind: they start on worker 0 once the reload is in force,
+// too late to refuse it.
+Result<Ok, std::string> probeNewResolvers(const policy::Config& config,
+                                          const Generation& running) {
+  for (const policy::Sandbox& sandbox : config.sandboxes) {
+    if (!sandbox.dns_listen) {
+      continue;
+    }
+    const SandboxView* before = running.find(sandbox.name);
+    if (before != nullptr && before->sandbox->dns_listen == sandbox.dns_listen) {
+      continue;  // kept running
+    }
+    if (auto probed = dns::SandboxResolver::probe(*sandbox.dns_listen); !probed) {
+      return Err{"sandbox '" + sandbox.name + "' dns_listen " + probed.error()};
+    }
+  }
+  return Ok{};
 }
 
 std::vector<std::string> sandboxNames(const Generation* generation) {
@@ -283,6 +304,9 @@ void Server::reload(std::string_view why) {
   auto sockets = bindListeners(c, sockets_);
   if (!sockets) {
     return fail(sockets.error());
+  }
+  if (auto probed = probeNewResolvers(c, *generation_); !probed) {
+    return fail(probed.error());
   }
   std::unique_ptr<admin::AdminServer> moved_admin;
   const std::optional<policy::Endpoint> admin_before = generation_->config->admin.listen;

@@ -130,6 +130,17 @@ SandboxResolver::~SandboxResolver() {
   }
 }
 
+Result<Ok, std::string> SandboxResolver::probe(const policy::Endpoint& endpoint) {
+  for (int type : {SOCK_STREAM, SOCK_DGRAM}) {
+    const int fd = bindSocket(type, endpoint);
+    if (fd < 0) {
+      return Err{describe(endpoint, type == SOCK_STREAM ? "tcp" : "udp", -fd)};
+    }
+    ::close(fd);
+  }
+  return Ok{};
+}
+
 Result<Ok, std::string> SandboxResolver::start() {
   if (closing_) {
     return Err{endpoint_.toString() + ": the resolver is closed"};

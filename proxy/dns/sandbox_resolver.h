@@ -106,6 +106,11 @@ class SandboxResolver {
   // releases what was bound). Calls after the first successful one do nothing.
   Result<Ok, std::string> start();
 
+  // Whether start() could bind `endpoint` now (both protocols; the sockets are closed again),
+  // with the error start() would give. A reload asks before it commits to a new dns_listen:
+  // the resolver itself starts on worker 0 only once the reload is in force.
+  static Result<Ok, std::string> probe(const policy::Endpoint& endpoint);
+
   // Starts closing; see the header comment. Only the first call counts; `done` may be empty
   // and may destroy the resolver.
   void close(std::function<void()> done);

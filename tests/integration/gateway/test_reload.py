@@ -473,3 +473,35 @@ def test_listener_on_an_address_in_use_refuses_the_whole_reload(start_sluice, be
     wait_until(lambda: listener(PROXY_ADDRESS, port) is not None, 10,
                "the added sandbox to listen")
     assert is_not_allowed(get_whoami(g, marker()))
+
+
+def test_dns_listen_on_an_address_in_use_refuses_the_whole_reload(start_sluice, bed):
+    """Edge case: the new config adds a sandbox whose dns_listen UDP address another process
+    holds (its TCP side is free) and a listener that is free: the reload is refused whole, the
+    address named, the free listener never opened; sluice keeps serving as before."""
+    s = start_sluice(edit=with_admin())
+    g = Gateway(s, bed)
+    squatter = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        squatter.bind(("127.0.0.1", 0))
+        port = squatter.getsockname()[1]
+        listen_port = free_port((PROXY_ADDRESS,))
+
+        def change(c):
+            without_rules(c, "cdn", "cdn-plain")
+            c["sandboxes"].append({"name": "extra",
+                                   "listen": "%s:%d" % (PROXY_ADDRESS, listen_port),
+                                   "dns_listen": "127.0.0.1:%d" % port,
+                                   "ca": os.path.join(s.workdir, "ca-extra"), "policy": "bed"})
+        reloads = Reloads(s)
+        rewrite_config(s, edited(s, change))
+        sighup(s)
+        stderr = reloads.wait_refused()
+        assert "127.0.0.1:%d (udp)" % port in stderr, stderr[-2000:]
+        assert reloads.since() == []
+        assert listener(PROXY_ADDRESS, listen_port) is None
+        assert not os.path.exists(os.path.join(s.workdir, "ca-extra")), \
+            "a refused reload created the new sandbox's CA"
+        assert is_ok(get_whoami(g, marker()))
+    finally:
+        squatter.close()

@@ -364,6 +364,18 @@ void Server::reload(std::string_view why) {
   spdlog::info("sluice: reloaded: configuration {} in force, {} sandboxes (added: {}; removed: "
                "{})",
                generation_->number, after.size(), joined(added), joined(removed));
+  // Where each new sandbox listens and which CA its clients must trust, as `run` prints at start.
+  for (const std::string& name : added) {
+    const policy::Sandbox& sandbox = *generation_->find(name)->sandbox;
+    for (const auto& [what, endpoint] : {std::pair{"explicit proxy", sandbox.listen},
+                                         std::pair{"transparent", sandbox.transparent},
+                                         std::pair{"resolver", sandbox.dns_listen}}) {
+      if (endpoint) {
+        spdlog::info("sluice: sandbox '{}': {} on {}", name, what, endpoint->toString());
+      }
+    }
+    spdlog::info("sluice: sandbox '{}': CA certificate {}/ca.pem", name, sandbox.ca_dir);
+  }
 }
 
 std::string Server::renderMetrics() const {

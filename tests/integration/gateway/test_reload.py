@@ -505,3 +505,31 @@ def test_dns_listen_on_an_address_in_use_refuses_the_whole_reload(start_sluice, 
         assert is_ok(get_whoami(g, marker()))
     finally:
         squatter.close()
+
+
+def test_an_address_handed_to_a_renamed_sandbox_keeps_listening(start_sluice, bed):
+    """Edge case: sbx1 is renamed `renamed` (same listen address, same CA directory). The
+    socket is kept (never closed, so no connection is refused meanwhile), sbx1's idle
+    keep-alive tunnel is closed (its sandbox is gone), and new requests on the address are
+    `renamed`'s."""
+    s = start_sluice()
+    g = Gateway(s, bed)
+    sock, answer, _ = connect_tunnel(s.address, "%s:%d" % (HOST, g.t))
+    try:
+        assert answer.status == 200, answer
+        tls = TLSStream(sock, HOST, s.ca_pem)
+        reader = HttpReader(tls)
+        tls.sendall(request_bytes("GET", "/whoami.txt?m=" + marker(), HOST))
+        assert reader.read_response().status == 200
+        config = edited(s, lambda c: c["sandboxes"][0].update(name="renamed"))
+        reload_to(s, config)
+        tail, how = reader.read_to_close(timeout=10)
+        assert how in ("eof", "reset") and tail == b"", (tail[:100], how)
+    finally:
+        sock.close()
+    assert listener(*s.address) is not None
+    m = marker()
+    mark = g.audit.mark()
+    assert is_ok(get_whoami(g, m))
+    rec = g.audit.one(mark, lambda r: m in (r["url"] or ""))
+    expect.record(rec, sandbox="renamed", decision="allow")

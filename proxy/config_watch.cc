@@ -120,6 +120,7 @@ void ConfigWatch::readEvents() {
     for (ssize_t at = 0; at < n;) {
       const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
       at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      ++events_read_;
       std::string_view name = event->len > 0 ? std::string_view(event->name) : "";
       if (event->wd == sandbox_dir_watch_ || name.empty()) {
         relevant = true;

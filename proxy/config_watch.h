@@ -21,6 +21,7 @@
 #include <uv.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -41,6 +42,8 @@ class ConfigWatch {
   // Also takes the current state of the files as the one changes are measured against.
   void watchSandboxDir(const std::optional<std::string>& dir);
   void close(std::function<void()> done);
+  // inotify events read so far, relevant or not: what woke this thread (tests).
+  std::uint64_t eventsRead() const { return events_read_; }
 
  private:
   static void onReadable(uv_poll_t* poll, int status, int events) noexcept;
@@ -62,6 +65,7 @@ class ConfigWatch {
   uv_poll_t poll_{};
   uv_timer_t settle_{};
   std::string last_;  // fingerprint of what is on disk as last loaded
+  std::uint64_t events_read_ = 0;
   int open_handles_ = 0;
   bool closing_ = false;
   std::function<void()> done_;

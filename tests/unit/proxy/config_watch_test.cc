@@ -1,0 +1,139 @@
+// ConfigWatch on a real directory and a real loop: what counts as a change of the configuration
+// (the file rewritten or renamed over, a sandbox file added, changed or removed), and what does
+// not (appends to an audit log beside the config, a CA directory or an audit file created in
+// sandboxes_dir, a touch that changes nothing the fingerprint sees).
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "proxy/config_watch.h"
+
+namespace sluice::proxy {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ConfigWatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("sluice-config-watch-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "sandboxes.d");
+    write("sluice.yaml", "version: 1\n");
+    write("sandboxes.d/a.yaml", "name: a\n");
+    ASSERT_EQ(uv_loop_init(&loop_), 0);
+    watch_ = std::make_unique<ConfigWatch>(&loop_, (dir_ / "sluice.yaml").string(),
+                                           [this] { ++changes_; });
+    watch_->watchSandboxDir((dir_ / "sandboxes.d").string());
+  }
+
+  void TearDown() override {
+    bool closed = false;
+    watch_->close([&] { closed = true; });
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    EXPECT_TRUE(closed);
+    watch_.reset();
+    EXPECT_EQ(uv_loop_close(&loop_), 0);
+    fs::remove_all(dir_);
+  }
+
+  void write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name, std::ios::binary | std::ios::trunc) << text;
+  }
+
+  // Runs the loop for longer than the watch settles, then says how many changes it reported.
+  int settle() {
+    uv_timer_t timer;
+    uv_timer_init(&loop_, &timer);
+    uv_timer_start(&timer, [](uv_timer_t* t) { uv_stop(t->loop); },
+                   static_cast<std::uint64_t>(ConfigWatch::kSettle.count()) * 3, 0);
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    return changes_;
+  }
+
+  fs::path dir_;
+  uv_loop_t loop_{};
+  std::unique_ptr<ConfigWatch> watch_;
+  int changes_ = 0;
+};
+
+TEST_F(ConfigWatchTest, NothingHappensNothingIsReported) { EXPECT_EQ(settle(), 0); }
+
+TEST_F(ConfigWatchTest, TheConfigFileRewrittenInPlace) {
+  write("sluice.yaml", "version: 1\n# edited\n");
+  EXPECT_EQ(settle(), 1);
+}
+
+TEST_F(ConfigWatchTest, TheConfigFileRenamedOver) {
+  write(".sluice.yaml.tmp", "version: 1\n# replaced\n");
+  fs::rename(dir_ / ".sluice.yaml.tmp", dir_ / "sluice.yaml");
+  EXPECT_EQ(settle(), 1);
+}
+
+TEST_F(ConfigWatchTest, ABurstIsOneChange) {
+  write("sandboxes.d/b.yaml", "name: b\n");
+  write("sandboxes.d/c.yaml", "name: c\n");
+  fs::remove(dir_ / "sandboxes.d/a.yaml");
+  EXPECT_EQ(settle(), 1);
+}
+
+TEST_F(ConfigWatchTest, SandboxFilesComeChangeAndGo) {
+  write("sandboxes.d/b.yml", "name: b\n");
+  EXPECT_EQ(settle(), 1);
+  write("sandboxes.d/b.yml", "name: b\nmode: report\n");
+  EXPECT_EQ(settle(), 2);
+  fs::remove(dir_ / "sandboxes.d/b.yml");
+  EXPECT_EQ(settle(), 3);
+}
+
+TEST_F(ConfigWatchTest, AnAuditLogBesideTheConfigIsNotAChange) {
+  // Appended to without being closed, as the audit sink does: not one event is asked for.
+  std::FILE* audit = std::fopen((dir_ / "audit.jsonl").c_str(), "a");
+  ASSERT_NE(audit, nullptr);
+  settle();  // its creation: not the config file's name
+  const std::uint64_t before = watch_->eventsRead();
+  for (int i = 0; i < 100; ++i) {
+    std::fputs("{\"a\":1}\n", audit);
+    std::fflush(audit);
+  }
+  EXPECT_EQ(settle(), 0);
+  EXPECT_EQ(watch_->eventsRead(), before) << "appends woke the watch";
+  std::fclose(audit);
+  EXPECT_EQ(settle(), 0);
+}
+
+TEST_F(ConfigWatchTest, ACaOrAuditFileInTheSandboxDirIsNotAChange) {
+  fs::create_directories(dir_ / "sandboxes.d/ca-a");
+  write("sandboxes.d/ca-a/ca.pem", "pem");
+  write("sandboxes.d/a.jsonl", "{}\n");
+  write("sandboxes.d/.a.yaml.tmp", "name: a\n");
+  EXPECT_EQ(settle(), 0);
+}
+
+TEST_F(ConfigWatchTest, PermissionsAloneAreNotAChange) {
+  // IN_ATTRIB wakes the watch, but identity, size and mtime are as they were: no reload.
+  fs::permissions(dir_ / "sluice.yaml", fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(settle(), 0);
+}
+
+TEST_F(ConfigWatchTest, AnotherSandboxDirIsWatchedInstead) {
+  fs::create_directories(dir_ / "other.d");
+  watch_->watchSandboxDir((dir_ / "other.d").string());
+  write("sandboxes.d/b.yaml", "name: b\n");
+  EXPECT_EQ(settle(), 0);
+  write("other.d/b.yaml", "name: b\n");
+  EXPECT_EQ(settle(), 1);
+}
+
+}  // namespace
+}  // namespace sluice::proxy

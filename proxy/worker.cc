@@ -209,12 +209,18 @@ Result<Ok, std::string> Worker::syncSandboxResolvers() {
           if (current == nullptr) {
             return dns::SandboxAnswer{};
           }
+          admin::SandboxMetrics& metrics = current->runtime->metrics;
           if (current->dns_rate != nullptr && !current->dns_rate->take(uv_hrtime())) {
+            metrics.countResolverAnswer(admin::ResolverAnswer::Refused);
             dns::SandboxAnswer refused;
             refused.kind = dns::SandboxAnswer::Kind::Refused;
             return refused;
           }
-          return answerFor(*current->sandbox, qname, qtype);
+          dns::SandboxAnswer answer = answerFor(*current->sandbox, qname, qtype);
+          metrics.countResolverAnswer(answer.kind == dns::SandboxAnswer::Kind::NxDomain
+                                          ? admin::ResolverAnswer::NxDomain
+                                          : admin::ResolverAnswer::Allowed);
+          return answer;
         });
     auto started = resolver->start();
     if (!started) {

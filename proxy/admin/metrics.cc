@@ -75,6 +75,14 @@ void SandboxMetrics::addBytes(std::uint64_t request_body, std::uint64_t response
   response_bytes_.fetch_add(response_body, std::memory_order_relaxed);
 }
 
+void SandboxMetrics::countResolverAnswer(ResolverAnswer answer) noexcept {
+  resolver_answers_[static_cast<std::size_t>(answer)].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t SandboxMetrics::resolverAnswers(ResolverAnswer answer) const {
+  return resolver_answers_[static_cast<std::size_t>(answer)].load(std::memory_order_relaxed);
+}
+
 std::uint64_t SandboxMetrics::requests(std::size_t decision_index, policy::Reason reason) const {
   assert(decision_index < kDecisions.size());
   return requests_[decision_index * kReasons + reasonIndex(reason)].load(std::memory_order_relaxed);
@@ -302,6 +310,18 @@ std::string renderPrometheus(const GatewayMetrics& gateway,
   for (const SandboxSample& sandbox : sandboxes) {
     const Label labels[] = {{"sandbox", sandbox.name}};
     appendSample(out, "sluice_certs_minted_total", labels, sandbox.certs_minted);
+  }
+
+  appendFamily(out, "sluice_sandbox_resolver_answers_total", "counter",
+               "Queries to a sandbox's own resolver (dns_listen) by answer (only non-zero).");
+  for (const SandboxSample& sandbox : sandboxes) {
+    for (std::size_t a = 0; a < kResolverAnswers.size(); ++a) {
+      const std::uint64_t n = sandbox.metrics->resolverAnswers(static_cast<ResolverAnswer>(a));
+      if (n != 0) {
+        const Label labels[] = {{"sandbox", sandbox.name}, {"answer", kResolverAnswers[a]}};
+        appendSample(out, "sluice_sandbox_resolver_answers_total", labels, n);
+      }
+    }
   }
 
   appendFamily(out, "sluice_config_reloads_total", "counter",

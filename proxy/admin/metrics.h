@@ -65,6 +65,12 @@ class Histogram {
 // The decisions of SPEC §6 ("allow", "deny", "report"), as counter indices.
 inline constexpr std::array<std::string_view, 3> kDecisions = {"allow", "deny", "report"};
 
+// What the sandbox's own resolver (dns_listen) answered: a name its policy allows, NXDOMAIN,
+// or REFUSED (over dns_queries_per_second). The `answer` label.
+enum class ResolverAnswer : std::uint8_t { Allowed, NxDomain, Refused };
+inline constexpr std::array<std::string_view, 3> kResolverAnswers = {"allowed", "nxdomain",
+                                                                     "refused"};
+
 // One sandbox's counters.
 struct SandboxMetrics {
   // One request with its audit record's decision ("allow" | "deny" | "report") and reason
@@ -73,6 +79,9 @@ struct SandboxMetrics {
   void countRequest(std::string_view decision, policy::Reason reason) noexcept;
   // Body bytes of one request, as in the audit record's req_bytes and resp_bytes.
   void addBytes(std::uint64_t request_body, std::uint64_t response_body) noexcept;
+
+  void countResolverAnswer(ResolverAnswer answer) noexcept;
+  std::uint64_t resolverAnswers(ResolverAnswer answer) const;
 
   // Client connections open now: +1 on accept, -1 when closed.
   std::atomic<std::int64_t> connections_active{0};
@@ -87,6 +96,7 @@ struct SandboxMetrics {
  private:
   // [decision index * kReasonCount + reason]
   std::array<std::atomic<std::uint64_t>, kDecisions.size() * policy::kReasonCount> requests_{};
+  std::array<std::atomic<std::uint64_t>, kResolverAnswers.size()> resolver_answers_{};
   std::atomic<std::uint64_t> request_bytes_{0};
   std::atomic<std::uint64_t> response_bytes_{0};
 };

@@ -25,13 +25,15 @@ FAMILY_TYPES = {
     "sluice_bytes": "counter",
     "sluice_dns_queries": "counter",
     "sluice_certs_minted": "counter",
+    "sluice_sandbox_resolver_answers": "counter",
     "sluice_config_reloads": "counter",
     "sluice_dns_lookup_seconds": "histogram",
     "sluice_upstream_connect_seconds": "histogram",
     "sluice_request_duration_seconds": "histogram",
 }
-# Present in every scrape (requests_total has series only where non-zero, so may be empty).
-ALWAYS = set(FAMILY_TYPES) - {"sluice_requests"}
+# Present in every scrape (requests_total and sandbox_resolver_answers_total have series only
+# where non-zero, so may be empty).
+ALWAYS = set(FAMILY_TYPES) - {"sluice_requests", "sluice_sandbox_resolver_answers"}
 DNS_RESULTS = ("ok", "nodata", "nxdomain", "timeout", "error", "cached")
 
 

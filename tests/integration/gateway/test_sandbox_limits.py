@@ -15,6 +15,7 @@ import uuid
 import clients
 import dnswire
 import expect
+from admin_client import Admin, with_admin
 from gateway import Gateway
 from http1 import request_bytes
 from netutil import free_port, listener, read_until_closed, wait_until
@@ -214,7 +215,7 @@ def test_sandbox_resolver_refuses_beyond_its_query_rate(start_sluice, bed):
             ports[sandbox["name"]] = dns_port(avoid=taken | set(ports.values()))
             sandbox["dns_listen"] = "127.0.0.1:%d" % ports[sandbox["name"]]
 
-    start_sluice(edit=edit)
+    admin = Admin(start_sluice(edit=with_admin(lambda c, w, _admin_port: edit(c, w))))
     started = time.monotonic()
     answers = [dnswire.query("127.0.0.1", ports[A], "allowed.test").rcode for _ in range(15)]
     elapsed = time.monotonic() - started
@@ -223,6 +224,11 @@ def test_sandbox_resolver_refuses_beyond_its_query_rate(start_sluice, bed):
     assert rate <= answers.count("NOERROR") <= rate + int(elapsed * rate) + 1, (answers, elapsed)
     others = [dnswire.query("127.0.0.1", ports[B], "allowed.test") for _ in range(15)]
     assert all(a.rcode == "NOERROR" and a.addresses == ["127.0.0.1"] for a in others), others
+    scrape = admin.scrape()
+    metric = "sluice_sandbox_resolver_answers_total"
+    assert scrape.value(metric, 0, sandbox=A, answer="refused") == answers.count("REFUSED")
+    assert scrape.value(metric, 0, sandbox=A, answer="allowed") == answers.count("NOERROR")
+    assert scrape.value(metric, 0, sandbox=B, answer="allowed") == 15
 
 
 def test_malformed_requests_take_tokens_too(start_sluice, bed):

@@ -54,6 +54,9 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
   sandbox.addBytes(10, 2000);
   sandbox.request_duration.observe(1500);     // 1.5 ms
   sandbox.request_duration.observe(3000000);  // 3 s
+  sandbox.countResolverAnswer(ResolverAnswer::Allowed);
+  sandbox.countResolverAnswer(ResolverAnswer::Refused);
+  sandbox.countResolverAnswer(ResolverAnswer::Refused);
   gateway.countDnsQuery(DnsResult::Ok);
   gateway.countDnsQuery(DnsResult::Cached);
   gateway.countDnsQuery(DnsResult::Cached);
@@ -91,6 +94,11 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
       "# HELP sluice_certs_minted_total Leaf certificates minted by the sandbox's CA.\n"
       "# TYPE sluice_certs_minted_total counter\n"
       "sluice_certs_minted_total{sandbox=\"agent-1\"} 4\n"
+      "# HELP sluice_sandbox_resolver_answers_total Queries to a sandbox's own resolver "
+      "(dns_listen) by answer (only non-zero).\n"
+      "# TYPE sluice_sandbox_resolver_answers_total counter\n"
+      "sluice_sandbox_resolver_answers_total{sandbox=\"agent-1\",answer=\"allowed\"} 1\n"
+      "sluice_sandbox_resolver_answers_total{sandbox=\"agent-1\",answer=\"refused\"} 2\n"
       "# HELP sluice_config_reloads_total Configuration reloads: applied (ok) or refused, the "
       "running one kept (failed).\n"
       "# TYPE sluice_config_reloads_total counter\n"

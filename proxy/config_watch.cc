@@ -86,6 +86,7 @@ int ConfigWatch::addWatch(const std::string& dir) {
 
 void ConfigWatch::watchSandboxDir(const std::optional<std::string>& dir) {
   std::string wanted = dir.value_or("");
+  rewatchLost();
   if (wanted != dir_ && !closing_ && inotify_ >= 0) {
     // One directory may be both (sandboxes_dir: "."): inotify then has one watch for it, and
     // removing it for one would remove it for the other.
@@ -121,6 +122,15 @@ void ConfigWatch::readEvents() {
       const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
       at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
       ++events_read_;
+      if ((event->mask & IN_IGNORED) != 0) {
+        // The directory itself went away (removed, or renamed over): its watch is gone.
+        if (event->wd == sandbox_dir_watch_ && sandbox_dir_watch_ != config_dir_watch_) {
+          sandbox_dir_watch_ = -1;
+        } else if (event->wd == config_dir_watch_) {
+          config_dir_watch_ = -1;
+          sandbox_dir_watch_ = sandbox_dir_watch_ == event->wd ? -1 : sandbox_dir_watch_;
+        }
+      }
       std::string_view name = event->len > 0 ? std::string_view(event->name) : "";
       if (event->wd == sandbox_dir_watch_ || name.empty()) {
         relevant = true;
@@ -137,8 +147,23 @@ void ConfigWatch::readEvents() {
   }
 }
 
+// A watched directory that went away and is back (rm -rf, mkdir): watched again. Asked at each
+// settled change and each reload; without any, SIGHUP after recreating it does it.
+void ConfigWatch::rewatchLost() {
+  if (closing_ || inotify_ < 0) {
+    return;
+  }
+  if (config_dir_watch_ < 0) {
+    config_dir_watch_ = addWatch(parentOf(file_));
+  }
+  if (sandbox_dir_watch_ < 0 && !dir_.empty()) {
+    sandbox_dir_watch_ = addWatch(dir_);
+  }
+}
+
 void ConfigWatch::onSettled(uv_timer_t* timer) noexcept {
   auto* self = static_cast<ConfigWatch*>(timer->data);
+  self->rewatchLost();
   std::string now = self->fingerprint();
   if (now == self->last_) {
     return;

@@ -51,6 +51,7 @@ class ConfigWatch {
   static void onClosed(uv_handle_t* handle) noexcept;
   // An inotify watch on `dir`; -1 (and a warning) if it cannot be watched.
   int addWatch(const std::string& dir);
+  void rewatchLost();
   void readEvents();
   std::string fingerprint() const;
 

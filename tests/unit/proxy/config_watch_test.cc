@@ -126,6 +126,17 @@ TEST_F(ConfigWatchTest, PermissionsAloneAreNotAChange) {
   EXPECT_EQ(settle(), 0);
 }
 
+TEST_F(ConfigWatchTest, ASandboxDirRemovedAndMadeAgainIsWatchedAgain) {
+  fs::remove_all(dir_ / "sandboxes.d");
+  EXPECT_EQ(settle(), 1);  // its files are gone (the reload will say the directory is)
+  fs::create_directories(dir_ / "sandboxes.d");
+  settle();
+  watch_->watchSandboxDir((dir_ / "sandboxes.d").string());  // what the next reload does
+  const int before = changes_;
+  write("sandboxes.d/b.yaml", "name: b\n");
+  EXPECT_EQ(settle(), before + 1);
+}
+
 TEST_F(ConfigWatchTest, AnotherSandboxDirIsWatchedInstead) {
   fs::create_directories(dir_ / "other.d");
   watch_->watchSandboxDir((dir_ / "other.d").string());

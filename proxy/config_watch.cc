@@ -118,9 +118,15 @@ void ConfigWatch::readEvents() {
     if (n <= 0) {
       break;  // EAGAIN: all read
     }
-    for (ssize_t at = 0; at < n;) {
+    // The kernel writes whole events, each name NUL-padded within `len`; checked all the same,
+    // so that a short read could never send this past the bytes it has.
+    const auto size = static_cast<std::size_t>(n);
+    for (std::size_t at = 0; at + sizeof(inotify_event) <= size;) {
       const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
-      at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      if (event->len > size - at - sizeof(inotify_event)) {
+        break;
+      }
+      at += sizeof(inotify_event) + event->len;
       ++events_read_;
       if ((event->mask & IN_IGNORED) != 0) {
         // The directory itself went away (removed, or renamed over): its watch is gone.
@@ -131,7 +137,7 @@ void ConfigWatch::readEvents() {
           sandbox_dir_watch_ = sandbox_dir_watch_ == event->wd ? -1 : sandbox_dir_watch_;
         }
       }
-      std::string_view name = event->len > 0 ? std::string_view(event->name) : "";
+      std::string_view name(event->name, ::strnlen(event->name, event->len));
       if (event->wd == sandbox_dir_watch_ || name.empty()) {
         relevant = true;
       } else if (event->wd == config_dir_watch_) {

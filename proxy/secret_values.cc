@@ -48,6 +48,8 @@ Result<std::string, std::string> readSecretFile(const std::string& path) {
     return Err{"file " + path + ": " + std::strerror(errno)};
   }
   std::string value;
+  // Room for the largest value at once: growing would leave copies of it in freed memory.
+  value.reserve(kMaxSecretBytes);
   char buffer[4096];
   for (;;) {
     ssize_t n = ::read(fd, buffer, sizeof(buffer));

@@ -83,12 +83,12 @@ Result<ListenSet, std::string> bindListeners(const policy::Config& config,
 // at that address) must be able to bind: they start on worker 0 once the reload is in force,
 // too late to refuse it.
 Result<Ok, std::string> probeNewResolvers(const policy::Config& config,
-                                          const Generation& running) {
+                                          const Generation* running) {
   for (const policy::Sandbox& sandbox : config.sandboxes) {
     if (!sandbox.dns_listen) {
       continue;
     }
-    const SandboxView* before = running.find(sandbox.name);
+    const SandboxView* before = running != nullptr ? running->find(sandbox.name) : nullptr;
     if (before != nullptr && before->sandbox->dns_listen == sandbox.dns_listen) {
       continue;  // kept running
     }
@@ -229,12 +229,49 @@ struct Server::MainLoop {
 
 Server::~Server() = default;
 
+// Everything a configuration needs before it can be put in force, in the order that leaves
+// nothing behind when a step fails: addresses first (listeners, new dns_listen probed, a new
+// admin address), then what creates files (a new sandbox's CA, audit files). The same at start
+// and at each reload; the running generation (none at start) is what is kept or reused.
+Result<Server::Prepared, std::string> Server::prepare(std::shared_ptr<const policy::Config> config,
+                                                      SecretValues secrets,
+                                                      std::vector<std::string>* notices) {
+  const policy::Config& c = *config;
+  if (auto servable = checkServable(c); !servable) {
+    return Err{servable.error()};
+  }
+  Prepared prepared;
+  auto sockets = bindListeners(c, sockets_);
+  if (!sockets) {
+    return Err{sockets.error()};
+  }
+  prepared.sockets = std::move(sockets).value();
+  if (auto probed = probeNewResolvers(c, generation_.get()); !probed) {
+    return Err{probed.error()};
+  }
+  const std::optional<policy::Endpoint> admin_before =
+      generation_ != nullptr ? generation_->config->admin.listen : std::nullopt;
+  if (c.admin.listen && c.admin.listen != admin_before) {
+    // Bound before the old one closes: a reload that moves the admin address to one in use
+    // fails whole. (Moving it back and forth to the same address is not supported.)
+    auto admin = admin::AdminServer::bind(*c.admin.listen);
+    if (!admin) {
+      return Err{admin.error()};
+    }
+    prepared.admin = std::move(admin).value();
+  }
+  auto generation = buildGeneration(std::move(config), std::move(secrets), generation_.get(),
+                                    state_->audit, notices);
+  if (!generation) {
+    return Err{generation.error()};
+  }
+  prepared.generation = std::move(generation).value();
+  return prepared;
+}
+
 Result<std::unique_ptr<Server>, std::string> Server::create(
     std::shared_ptr<const policy::Config> config, SecretValues secrets, ConfigSource source,
     unsigned workers, std::vector<std::string>* notices) {
-  if (auto servable = checkServable(*config); !servable) {
-    return Err{servable.error()};
-  }
   std::unique_ptr<Server> server(new Server());
   server->source_ = std::move(source);
   server->state_ = std::make_unique<GatewayState>();
@@ -242,26 +279,13 @@ Result<std::unique_ptr<Server>, std::string> Server::create(
   if (!server->state_->sandbox_tls) {
     return Err{std::string("cannot create the sandbox-facing TLS context")};
   }
-  auto generation = buildGeneration(std::move(config), std::move(secrets), nullptr,
-                                    server->state_->audit, notices);
-  if (!generation) {
-    return Err{generation.error()};
+  auto prepared = server->prepare(std::move(config), std::move(secrets), notices);
+  if (!prepared) {
+    return Err{prepared.error()};
   }
-  server->generation_ = std::move(generation).value();
-  const policy::Config& c = *server->generation_->config;
-
-  auto sockets = bindListeners(c, {});
-  if (!sockets) {
-    return Err{sockets.error()};
-  }
-  server->sockets_ = std::move(sockets).value();
-  if (c.admin.listen) {
-    auto admin = admin::AdminServer::bind(*c.admin.listen);
-    if (!admin) {
-      return Err{admin.error()};
-    }
-    server->admin_ = std::move(admin).value();
-  }
+  server->generation_ = std::move(prepared->generation);
+  server->sockets_ = std::move(prepared->sockets);
+  server->admin_ = std::move(prepared->admin);
   for (unsigned i = 0; i < std::max(1u, workers); ++i) {
     server->workers_.push_back(std::make_unique<Worker>(*server->state_, static_cast<int>(i)));
   }
@@ -291,40 +315,17 @@ void Server::reload(std::string_view why) {
     fail(std::to_string(config.error().size()) + " error(s) in the configuration");
     return;
   }
-  if (auto servable = checkServable(*config.value()); !servable) {
-    return fail(servable.error());
-  }
   auto secrets = SecretValues::load(*config.value());
   if (!secrets) {
     return fail(secrets.error());
   }
-  // Addresses first: a reload that cannot have them fails before it creates anything on disk
-  // (a new sandbox's CA).
-  const policy::Config& c = *config.value();
-  auto sockets = bindListeners(c, sockets_);
-  if (!sockets) {
-    return fail(sockets.error());
-  }
-  if (auto probed = probeNewResolvers(c, *generation_); !probed) {
-    return fail(probed.error());
-  }
-  std::unique_ptr<admin::AdminServer> moved_admin;
-  const std::optional<policy::Endpoint> admin_before = generation_->config->admin.listen;
-  if (c.admin.listen && c.admin.listen != admin_before) {
-    // Bound before the old one closes: a reload that moves the admin address to one in use
-    // fails whole. (Moving it back and forth to the same address is not supported.)
-    auto admin = admin::AdminServer::bind(*c.admin.listen);
-    if (!admin) {
-      return fail(admin.error());
-    }
-    moved_admin = std::move(admin).value();
-  }
   std::vector<std::string> notices;
-  auto generation = buildGeneration(config.value(), std::move(secrets).value(),
-                                    generation_.get(), state_->audit, &notices);
-  if (!generation) {
-    return fail(generation.error());
+  auto prepared = prepare(config.value(), std::move(secrets).value(), &notices);
+  if (!prepared) {
+    return fail(prepared.error());
   }
+  const policy::Config& c = *config.value();
+  std::unique_ptr<admin::AdminServer> moved_admin = std::move(prepared->admin);
   if (moved_admin != nullptr) {
     if (auto started = moved_admin->start(&main_->loop, main_->adminHandlers()); !started) {
       admin::AdminServer* unused = moved_admin.release();
@@ -332,11 +333,12 @@ void Server::reload(std::string_view why) {
       return fail(started.error());
     }
   }
+  const std::optional<policy::Endpoint> admin_before = generation_->config->admin.listen;
 
   // Everything is ready: from here on the reload cannot fail.
   std::vector<std::string> before = sandboxNames(generation_.get());
-  generation_ = std::move(generation).value();
-  sockets_ = std::move(sockets).value();
+  generation_ = std::move(prepared->generation);
+  sockets_ = std::move(prepared->sockets);
   for (auto& worker : workers_) {
     worker->adopt(generation_, sockets_);
   }

@@ -50,8 +50,18 @@ class Server {
 
  private:
   struct MainLoop;
+  // A configuration ready to be put in force (prepare()).
+  struct Prepared {
+    std::shared_ptr<const Generation> generation;
+    std::vector<std::shared_ptr<const ListenSocket>> sockets;
+    std::unique_ptr<admin::AdminServer> admin;  // bound, not started; null: address unchanged
+  };
   Server() = default;
 
+  // Binds, probes and builds what `config` needs beside the running generation (none at
+  // start); fails, leaving nothing behind, with the first problem.
+  Result<Prepared, std::string> prepare(std::shared_ptr<const policy::Config> config,
+                                        SecretValues secrets, std::vector<std::string>* notices);
   // Reloads from source_; `why` is for the log ("SIGHUP", "the config file changed").
   void reload(std::string_view why);
   // The body of /metrics.

@@ -143,7 +143,6 @@ Result<Ok, std::string> Worker::apply(std::shared_ptr<const Generation> generati
   generation_ = std::move(generation);
   sockets_ = std::move(sockets);
   context_->generation = generation_;
-  generation_in_use_.store(generation_->number);
   syncResolver(dns_before);
   if (previous != nullptr) {
     drainRemovedSandboxes();

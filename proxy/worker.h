@@ -1,7 +1,8 @@
 #pragma once
 // One worker: a thread with its own libuv loop, its own view of every listening socket, its own
 // resolver and upstream connection pool, and the sessions it accepted. Workers share nothing
-// mutable but GatewayState's thread-safe parts (leaf caches, audit sinks, counters).
+// mutable but the thread-safe parts of GatewayState and the generations (leaf caches, audit
+// sinks, counters, rate buckets).
 //
 // Control from other threads goes through one uv_async_t: adopt() (a reloaded configuration:
 // new connections and requests use the new generation, listeners open and close to match, and
@@ -69,8 +70,6 @@ class Worker {
   Result<Ok, std::string> start(std::shared_ptr<const Generation> generation, ListenSet sockets);
   // Thread-safe: hands the worker a new generation and the listeners that go with it.
   void adopt(std::shared_ptr<const Generation> generation, ListenSet sockets);
-  // The generation this worker's loop has taken up (thread-safe; for the reload's log).
-  std::uint64_t generationInUse() const { return generation_in_use_.load(); }
   void stopAccepting();  // thread-safe
   void shutdown();       // thread-safe
   void join();
@@ -109,7 +108,6 @@ class Worker {
   // The generation in force on this loop, and the listeners that go with it.
   std::shared_ptr<const Generation> generation_;
   ListenSet sockets_;
-  std::atomic<std::uint64_t> generation_in_use_{0};
   uv_loop_t loop_{};
   uv_async_t async_{};
   // Runs after each round of I/O callbacks: the audit lines they wrote go out in one write.

@@ -1,6 +1,5 @@
 #include "proxy/admin/admin_server.h"
 
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cassert>
@@ -10,7 +9,6 @@
 
 #include "proxy/admin/metrics.h"
 #include "proxy/http/request_parser.h"
-#include "proxy/io/socket_address.h"
 #include "proxy/io/tcp_stream.h"
 #include "proxy/io/timer.h"
 
@@ -201,16 +199,7 @@ Result<std::unique_ptr<AdminServer>, std::string> AdminServer::bind(
   if (!socket) {
     return Err{"admin.listen " + socket.error()};
   }
-  // BoundSocket keeps the endpoint as asked; with port 0 the kernel's choice is only known
-  // here, and the caller (a test, a log line) needs it.
-  policy::Endpoint bound = endpoint;
-  sockaddr_storage address{};
-  socklen_t length = sizeof(address);
-  if (::getsockname(socket->fd(), reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    if (auto actual = io::fromSockaddr(reinterpret_cast<const sockaddr*>(&address))) {
-      bound = *actual;
-    }
-  }
+  policy::Endpoint bound = socket->endpoint();  // with port 0, the kernel's choice
   return std::unique_ptr<AdminServer>(new AdminServer(std::move(socket).value(), bound));
 }
 

@@ -31,7 +31,16 @@ Result<BoundSocket, std::string> BoundSocket::bind(const policy::Endpoint& endpo
     ::close(fd);
     return Err{error};
   }
-  return BoundSocket(fd, endpoint);
+  // The address as bound: with port 0 (tests) the kernel's choice, which only getsockname knows.
+  policy::Endpoint bound = endpoint;
+  sockaddr_storage actual{};
+  socklen_t actual_length = sizeof(actual);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&actual), &actual_length) == 0) {
+    if (auto named = fromSockaddr(reinterpret_cast<const sockaddr*>(&actual))) {
+      bound = *named;
+    }
+  }
+  return BoundSocket(fd, bound);
 }
 
 Result<BoundSocket, std::string> BoundSocket::duplicate() const {

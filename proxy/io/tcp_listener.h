@@ -26,6 +26,7 @@ class BoundSocket {
   ~BoundSocket();
 
   int fd() const { return fd_; }
+  // As bound: the port the kernel chose when 0 was asked.
   const policy::Endpoint& endpoint() const { return endpoint_; }
 
  private:

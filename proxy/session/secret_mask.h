@@ -20,7 +20,8 @@ void maskSecrets(std::span<char> text, std::span<const std::string_view> secrets
 
 class SecretMask {
  public:
-  // Starts a new body; `secrets` must outlive its use (they live in GatewayState).
+  // Starts a new body; `secrets` must outlive its use (they live in the session's
+  // Generation, which it holds until the exchange is over).
   void reset(std::span<const std::string_view> secrets);
   bool active() const { return !secrets_.empty(); }
   // Appends to `out` what of `in` (after what was held back) is safe to send.

@@ -127,7 +127,7 @@ std::string Session::rateLimitDetail() const {
 }
 
 bool Session::overRequestRate() {
-  if (exchange_.rate_charged || chargeRequest()) {
+  if (chargeRequest()) {
     return false;
   }
   exchange_.rule.clear();

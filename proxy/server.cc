@@ -393,7 +393,10 @@ int Server::run() {
   std::signal(SIGPIPE, SIG_IGN);  // a peer that closes mid-write is an error value, not a death
   mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
   // Workers start with SIGTERM, SIGINT and SIGHUP blocked (a thread inherits its creator's
-  // mask), so these signals only ever reach the main thread and its loop.
+  // mask), so these signals only ever reach the main thread and its loop. The main thread
+  // unblocks them only once its handlers are installed: one sent meanwhile (a supervisor that
+  // saw the signal blocked and took that for handled) waits, pending, instead of killing the
+  // process by its default action.
   sigset_t handled;
   sigemptyset(&handled);
   sigaddset(&handled, SIGTERM);
@@ -412,7 +415,6 @@ int Server::run() {
       return 1;
     }
   }
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 
   MainLoop main;
   main.server = this;
@@ -428,6 +430,7 @@ int Server::run() {
   for (uv_signal_t* s : {&main.sigterm, &main.sigint, &main.sighup}) {
     uv_unref(reinterpret_cast<uv_handle_t*>(s));
   }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   uv_async_init(&main.loop, &main.alive, nullptr);
   uv_timer_init(&main.loop, &main.poll);
   uv_timer_init(&main.loop, &main.grace);

@@ -17,8 +17,8 @@ import content as C
 import expect
 from gateway import Gateway
 from http1 import request_bytes
-from netutil import (clean_env, free_port, listener, read_text, read_until_closed,
-                     signal_handled, signal_pending, wait_until)
+from netutil import (DIE_WITH_US, clean_env, free_port, listener, read_text, read_until_closed,
+                     signal_handled, signal_pending, stop_process, wait_until)
 from sluice_proc import PROXY_ADDRESS, make_config, write_config
 
 BIG_RATE = "80M"     # curl --limit-rate: the 200 MiB file takes about 2.5 s
@@ -267,6 +267,36 @@ def test_burst_of_signals_still_exits_0(start_sluice, sig):
         codes.append(code)
     assert codes == [0] * rounds, "exit statuses %r (negative: killed by that signal); last " \
         "stderr:\n%s" % (codes, s.stderr()[-1500:])
+
+
+@pytest.mark.parametrize("sig", SIGNALS)
+def test_signal_the_moment_it_is_taken_in_charge_exits_0(sluice_binary, bed, scratch, sig):
+    """Edge case: a supervisor that signals the instant /proc shows the signal taken in charge.
+    sluice blocks it while its workers start, before its handler exists; a signal sent then
+    must wait for the handler, not kill the process by the default action once unblocked.
+    Twenty rounds, each polling /proc as fast as it can: each ends with exit 0."""
+    config, _ = config_in(bed, scratch, limits={"shutdown_grace": "1s"})
+    path = write_config(config, os.path.join(scratch, "sluice.yaml"))
+    codes = []
+    for _ in range(20):
+        proc = subprocess.Popen(DIE_WITH_US + [sluice_binary, "run", "-c", path], cwd=scratch,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=clean_env())
+        try:
+            deadline = time.monotonic() + 20
+            while proc.poll() is None and time.monotonic() < deadline:
+                try:
+                    if signal_handled(proc.pid, sig):
+                        break
+                except (FileNotFoundError, ProcessLookupError):
+                    break
+            os.kill(proc.pid, sig)
+            codes.append(proc.wait(timeout=20))
+        finally:
+            if proc.poll() is None:
+                stop_process(proc, signal.SIGKILL)
+    assert codes == [0] * len(codes), "exit statuses %r (negative: killed by that signal)" % (
+        codes,)
 
 
 # --- exit codes and startup -----------------------------------------------------------------

@@ -1,15 +1,13 @@
 #include "proxy/config_files.h"
 
-#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "proxy/builtin_config.h"
 
@@ -17,21 +15,47 @@ namespace sluice::proxy {
 
 namespace {
 
-Result<std::string, std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+// The whole of `path`; `as_read` (when given) gets the identity of the very file read, not of
+// whatever the name points at a moment later.
+Result<std::string, std::string> readFile(const std::string& path, struct stat* as_read) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     return Err{std::string("cannot read: ") + std::strerror(errno)};
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return Err{std::string("cannot read: ") + std::strerror(errno)};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return Err{std::string("cannot read: ") + std::strerror(error)};
   }
-  return text.str();
-}
-
-bool hasYamlExtension(std::string_view name) {
-  return name.ends_with(".yaml") || name.ends_with(".yml");
+  std::string text;
+  // One byte more than the size, so that a file read whole is known to end without a regrowth.
+  text.resize(S_ISREG(st.st_mode) ? static_cast<std::size_t>(st.st_size) + 1 : 4096);
+  std::size_t used = 0;
+  for (;;) {
+    if (used == text.size()) {
+      text.resize(text.size() * 2);
+    }
+    const ssize_t n = ::read(fd, text.data() + used, text.size() - used);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      return Err{std::string("cannot read: ") + std::strerror(error)};
+    }
+    if (n == 0) {
+      break;
+    }
+    used += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  text.resize(used);
+  if (as_read != nullptr) {
+    *as_read = st;
+  }
+  return text;
 }
 
 }  // namespace
@@ -46,51 +70,61 @@ std::string defaultCaBase() {
   return "./sluice-state";
 }
 
-Result<std::vector<policy::ConfigText>, std::string> readSandboxDir(const std::string& dir) {
-  DIR* handle = ::opendir(dir.c_str());
-  if (handle == nullptr) {
-    return Err{"cannot open sandboxes_dir " + dir + ": " + std::strerror(errno)};
-  }
-  std::vector<std::string> names;
-  while (const dirent* entry = ::readdir(handle)) {
-    std::string_view name = entry->d_name;
-    if (name.starts_with(".") || !hasYamlExtension(name)) {
-      continue;
+Result<std::vector<policy::ConfigText>, std::string> readSandboxDir(const std::string& dir,
+                                                                    ConfigFingerprint* as_read) {
+  auto names = sandboxFileNames(dir);
+  if (!names) {
+    const int error = errno;
+    if (as_read != nullptr) {
+      as_read->addNoSandboxDir();
     }
-    names.emplace_back(name);
+    return Err{"cannot open sandboxes_dir " + dir + ": " + std::strerror(error)};
   }
-  ::closedir(handle);
-  std::sort(names.begin(), names.end());
 
   std::vector<policy::ConfigText> files;
-  for (const std::string& name : names) {
+  for (const std::string& name : *names) {
     std::string path = dir + "/" + name;
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      continue;  // a directory named x.yaml, or a file removed while we listed
+    const bool found = ::stat(path.c_str(), &st) == 0;
+    if (!found || !S_ISREG(st.st_mode)) {
+      // A directory named x.yaml, or a file removed while we listed: recorded as it is, so
+      // that it is no difference from what ConfigWatch sees.
+      if (as_read != nullptr) {
+        as_read->addSandboxFile(name, found ? &st : nullptr);
+      }
+      continue;
     }
-    auto text = readFile(path);
+    auto text = readFile(path, &st);
     if (!text) {
       return Err{path + ": " + text.error()};
+    }
+    if (as_read != nullptr) {
+      as_read->addSandboxFile(name, &st);
     }
     files.push_back({path, std::move(text).value()});
   }
   return files;
 }
 
-policy::LoadOptions defaultLoadOptions() {
+policy::LoadOptions defaultLoadOptions(ConfigFingerprint* as_read) {
   policy::LoadOptions options;
   options.default_ca_base = defaultCaBase();
-  options.read_sandbox_dir = readSandboxDir;
+  options.read_sandbox_dir = [as_read](const std::string& dir) {
+    return readSandboxDir(dir, as_read);
+  };
   return options;
 }
 
-policy::ConfigResult loadConfigFile(const std::string& path) {
-  auto text = readFile(path);
+policy::ConfigResult loadConfigFile(const std::string& path, ConfigFingerprint* as_read) {
+  struct stat st {};
+  auto text = readFile(path, &st);
+  if (as_read != nullptr) {
+    as_read->addConfigFile(text ? &st : nullptr);
+  }
   if (!text) {
     return Err{std::vector<policy::ConfigError>{{path, 0, 0, text.error()}}};
   }
-  return policy::loadConfig({path, std::move(text).value()}, defaultLoadOptions());
+  return policy::loadConfig({path, std::move(text).value()}, defaultLoadOptions(as_read));
 }
 
 policy::ConfigResult loadBuiltinConfig() {

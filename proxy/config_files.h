@@ -9,6 +9,7 @@
 
 #include "base/result.h"
 #include "policy/config_loader.h"
+#include "proxy/config_fingerprint.h"
 
 namespace sluice::proxy {
 
@@ -16,14 +17,17 @@ namespace sluice::proxy {
 // neither variable is set.
 std::string defaultCaBase();
 
-// The YAML files of a sandboxes directory: regular files ending in .yaml or .yml, not hidden,
-// sorted by name so the load order (and which of two duplicates is reported) is stable.
-Result<std::vector<policy::ConfigText>, std::string> readSandboxDir(const std::string& dir);
+// The YAML files of a sandboxes directory (sandboxFileNames() that are regular files), in name
+// order. `as_read` (when given) records each file as it was read.
+Result<std::vector<policy::ConfigText>, std::string> readSandboxDir(
+    const std::string& dir, ConfigFingerprint* as_read = nullptr);
 
-policy::LoadOptions defaultLoadOptions();
+policy::LoadOptions defaultLoadOptions(ConfigFingerprint* as_read = nullptr);
 
-// Reads and loads `path`. An unreadable file is one error with no position.
-policy::ConfigResult loadConfigFile(const std::string& path);
+// Reads and loads `path`. An unreadable file is one error with no position. `as_read` (when
+// given) records the files as they were read: what a reload's ConfigWatch measures from.
+policy::ConfigResult loadConfigFile(const std::string& path,
+                                    ConfigFingerprint* as_read = nullptr);
 
 // The built-in default of `sluice run` without -c.
 policy::ConfigResult loadBuiltinConfig();

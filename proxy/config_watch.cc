@@ -1,15 +1,11 @@
 #include "proxy/config_watch.h"
 
-#include <dirent.h>
 #include <spdlog/spdlog.h>
 #include <sys/inotify.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <vector>
 
 namespace sluice::proxy {
 
@@ -26,19 +22,6 @@ std::string parentOf(const std::string& path) {
 std::string baseName(const std::string& path) {
   auto slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-// A file's identity and version, following symlinks (a ConfigMap's files are symlinks into a
-// directory that is swapped whole).
-void appendStat(std::string& out, const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    out += "-;";
-    return;
-  }
-  out += std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
-         std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
-         std::to_string(st.st_mtim.tv_nsec) + ";";
 }
 
 }  // namespace
@@ -62,7 +45,6 @@ ConfigWatch::ConfigWatch(uv_loop_t* loop, std::string file, std::function<void()
     uv_poll_start(&poll_, UV_READABLE, &ConfigWatch::onReadable);
     config_dir_watch_ = addWatch(parentOf(file_));
   }
-  last_ = fingerprint();
 }
 
 ConfigWatch::~ConfigWatch() {
@@ -84,7 +66,7 @@ int ConfigWatch::addWatch(const std::string& dir) {
   return wd;
 }
 
-void ConfigWatch::watchSandboxDir(const std::optional<std::string>& dir) {
+void ConfigWatch::loaded(const std::optional<std::string>& dir, ConfigFingerprint as_read) {
   std::string wanted = dir.value_or("");
   rewatchLost();
   if (wanted != dir_ && !closing_ && inotify_ >= 0) {
@@ -101,7 +83,12 @@ void ConfigWatch::watchSandboxDir(const std::optional<std::string>& dir) {
   } else if (wanted != dir_) {
     dir_ = wanted;
   }
-  last_ = fingerprint();
+  last_ = std::move(as_read);
+  // Whatever changed between the read and now (a file dropped in while sluice started, before
+  // this directory was watched) raised no event to wait for.
+  if (ConfigFingerprint::onDisk(file_, dir_) != last_) {
+    settleLater();
+  }
 }
 
 void ConfigWatch::onReadable(uv_poll_t* poll, int status, int) noexcept {
@@ -147,7 +134,13 @@ void ConfigWatch::readEvents() {
       }
     }
   }
-  if (relevant && !closing_) {
+  if (relevant) {
+    settleLater();
+  }
+}
+
+void ConfigWatch::settleLater() {
+  if (!closing_) {
     uv_timer_start(&settle_, &ConfigWatch::onSettled, static_cast<std::uint64_t>(kSettle.count()),
                    0);
   }
@@ -170,40 +163,15 @@ void ConfigWatch::rewatchLost() {
 void ConfigWatch::onSettled(uv_timer_t* timer) noexcept {
   auto* self = static_cast<ConfigWatch*>(timer->data);
   self->rewatchLost();
-  std::string now = self->fingerprint();
-  if (now == self->last_) {
+  ConfigFingerprint now = ConfigFingerprint::onDisk(self->file_, self->dir_);
+  // Not again for what was reported already: were the loader ever to record a file unlike
+  // ConfigWatch does, that would otherwise be a reload every kSettle, forever.
+  if (now == self->last_ || now == self->reported_) {
     return;
   }
-  self->last_ = std::move(now);
+  self->last_ = now;
+  self->reported_ = std::move(now);
   self->on_change_();
-}
-
-std::string ConfigWatch::fingerprint() const {
-  std::string out;
-  appendStat(out, file_);
-  if (dir_.empty()) {
-    return out;
-  }
-  DIR* handle = ::opendir(dir_.c_str());
-  if (handle == nullptr) {
-    return out + "no directory";
-  }
-  std::vector<std::string> names;
-  while (const dirent* entry = ::readdir(handle)) {
-    // The names readSandboxDir() loads: a CA directory or an audit file created beside them
-    // (relative paths in a sandbox file) is no reason to reload.
-    std::string_view name = entry->d_name;
-    if (!name.starts_with(".") && (name.ends_with(".yaml") || name.ends_with(".yml"))) {
-      names.emplace_back(name);
-    }
-  }
-  ::closedir(handle);
-  std::sort(names.begin(), names.end());
-  for (const std::string& name : names) {
-    out += name + "=";
-    appendStat(out, dir_ + "/" + name);
-  }
-  return out;
 }
 
 void ConfigWatch::close(std::function<void()> done) {

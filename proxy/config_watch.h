@@ -12,8 +12,9 @@
 //
 // Events come in bursts (a write is create, modify, close; a ConfigMap update touches several
 // names), so a change is reported once things were quiet for kSettle, and only if what is on
-// disk really differs: a fingerprint of the config file's and every sandbox file's identity,
-// size and modification time. An audit file or a CA written beside them changes nothing.
+// disk really differs from what the configuration in force was read from (ConfigFingerprint):
+// an audit file or a CA written beside them changes nothing, and a file that changed while it
+// was being read, or before the watch began, is a change all the same.
 //
 // Main thread only. Same ownership contract as the io/ handles: close(), then keep the object
 // until `done` has run.
@@ -25,6 +26,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+
+#include "proxy/config_fingerprint.h"
 
 namespace sluice::proxy {
 
@@ -38,9 +41,11 @@ class ConfigWatch {
   ConfigWatch(const ConfigWatch&) = delete;
   ConfigWatch& operator=(const ConfigWatch&) = delete;
 
-  // Watches `dir` (sandboxes_dir; none when empty) from now on, in place of the previous one.
-  // Also takes the current state of the files as the one changes are measured against.
-  void watchSandboxDir(const std::optional<std::string>& dir);
+  // The configuration in force was read from `as_read`, with `dir` as its sandboxes_dir (none
+  // when empty): `dir` is watched from now on, in place of the previous one, and changes are
+  // measured from `as_read`. If the files already differ from it, that is reported once they
+  // settle.
+  void loaded(const std::optional<std::string>& dir, ConfigFingerprint as_read);
   void close(std::function<void()> done);
   // inotify events read so far, relevant or not: what woke this thread (tests).
   std::uint64_t eventsRead() const { return events_read_; }
@@ -53,7 +58,7 @@ class ConfigWatch {
   int addWatch(const std::string& dir);
   void rewatchLost();
   void readEvents();
-  std::string fingerprint() const;
+  void settleLater();
 
   uv_loop_t* loop_;
   std::string file_;
@@ -65,7 +70,8 @@ class ConfigWatch {
   int sandbox_dir_watch_ = -1;
   uv_poll_t poll_{};
   uv_timer_t settle_{};
-  std::string last_;  // fingerprint of what is on disk as last loaded
+  ConfigFingerprint last_;      // what is on disk as last loaded, or as last reported
+  ConfigFingerprint reported_;  // as last reported
   std::uint64_t events_read_ = 0;
   int open_handles_ = 0;
   bool closing_ = false;

@@ -307,7 +307,8 @@ void Server::reload(std::string_view why) {
                   message);
     state_->metrics.countReload(false);
   };
-  auto config = source_.load();
+  ConfigFingerprint as_read;
+  auto config = source_.load(&as_read);
   if (!config) {
     for (const policy::ConfigError& e : config.error()) {
       spdlog::error("sluice: reload: {}", e.toString());
@@ -350,7 +351,7 @@ void Server::reload(std::string_view why) {
     admin_ = std::move(moved_admin);
   }
   if (main_->watch != nullptr) {
-    main_->watch->watchSandboxDir(c.sandboxes_dir);
+    main_->watch->loaded(c.sandboxes_dir, std::move(as_read));
   }
   state_->metrics.countReload(true);
   for (const std::string& notice : notices) {
@@ -452,7 +453,7 @@ int Server::run() {
   if (rc == 0 && !source_.file.empty()) {
     main.watch = std::make_unique<ConfigWatch>(&main.loop, source_.file,
                                                [this] { reload("the configuration changed"); });
-    main.watch->watchSandboxDir(generation_->config->sandboxes_dir);
+    main.watch->loaded(generation_->config->sandboxes_dir, std::move(source_.as_read));
   }
 
   if (rc == 0) {

@@ -17,6 +17,7 @@
 #include "base/result.h"
 #include "policy/config.h"
 #include "policy/config_loader.h"
+#include "proxy/config_fingerprint.h"
 #include "proxy/secret_values.h"
 
 namespace sluice::proxy {
@@ -35,7 +36,9 @@ class Server {
   // Where a reload reads the configuration again.
   struct ConfigSource {
     std::string file;  // watched for changes; empty: nothing to watch (the built-in default)
-    std::function<policy::ConfigResult()> load;
+    // Reads the configuration again, recording in `as_read` the files as it read them.
+    std::function<policy::ConfigResult(ConfigFingerprint* as_read)> load;
+    ConfigFingerprint as_read;  // the files create()'s configuration was read from
   };
 
   // Everything that can fail before serving fails here, with a message naming what: a CA that

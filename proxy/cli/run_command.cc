@@ -56,11 +56,13 @@ int runCommand(std::span<const std::string_view> args, Streams streams) {
   proxy::Server::ConfigSource source;
   if (auto file = flags->get("config")) {
     source.file = std::string(*file);
-    source.load = [path = source.file] { return proxy::loadConfigFile(path); };
+    source.load = [path = source.file](proxy::ConfigFingerprint* as_read) {
+      return proxy::loadConfigFile(path, as_read);
+    };
   } else {
-    source.load = [] { return proxy::loadBuiltinConfig(); };
+    source.load = [](proxy::ConfigFingerprint*) { return proxy::loadBuiltinConfig(); };
   }
-  auto config = source.load();
+  auto config = source.load(&source.as_read);
   if (!config) {
     proxy::printConfigErrors(streams.err, config.error());
     return kExitUsage;

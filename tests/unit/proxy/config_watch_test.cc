@@ -13,6 +13,7 @@
 #include <string>
 
 #include "proxy/config_watch.h"
+#include "proxy/config_fingerprint.h"
 
 namespace sluice::proxy {
 namespace {
@@ -30,9 +31,15 @@ class ConfigWatchTest : public ::testing::Test {
     write("sluice.yaml", "version: 1\n");
     write("sandboxes.d/a.yaml", "name: a\n");
     ASSERT_EQ(uv_loop_init(&loop_), 0);
-    watch_ = std::make_unique<ConfigWatch>(&loop_, (dir_ / "sluice.yaml").string(),
-                                           [this] { ++changes_; });
-    watch_->watchSandboxDir((dir_ / "sandboxes.d").string());
+    watch_ = std::make_unique<ConfigWatch>(&loop_, file(), [this] { ++changes_; });
+    loaded("sandboxes.d");
+  }
+
+  std::string file() const { return (dir_ / "sluice.yaml").string(); }
+  // What a start or a reload tells the watch: the sandboxes_dir in force, read just now.
+  void loaded(const std::string& sandboxes_dir) {
+    const std::string dir = (dir_ / sandboxes_dir).string();
+    watch_->loaded(dir, ConfigFingerprint::onDisk(file(), dir));
   }
 
   void TearDown() override {
@@ -131,15 +138,48 @@ TEST_F(ConfigWatchTest, ASandboxDirRemovedAndMadeAgainIsWatchedAgain) {
   EXPECT_EQ(settle(), 1);  // its files are gone (the reload will say the directory is)
   fs::create_directories(dir_ / "sandboxes.d");
   settle();
-  watch_->watchSandboxDir((dir_ / "sandboxes.d").string());  // what the next reload does
+  loaded("sandboxes.d");  // what the next reload does
   const int before = changes_;
   write("sandboxes.d/b.yaml", "name: b\n");
   EXPECT_EQ(settle(), before + 1);
 }
 
+TEST_F(ConfigWatchTest, AChangeSinceTheFilesWereReadIsReportedThoughNoEventCame) {
+  // sluice read its configuration, then a sandbox file arrived before the watch began (or while
+  // a reload was reading): no inotify event will ever say so.
+  const std::string dir = (dir_ / "sandboxes.d").string();
+  const ConfigFingerprint as_read = ConfigFingerprint::onDisk(file(), dir);
+  bool closed = false;
+  watch_->close([&] { closed = true; });
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  ASSERT_TRUE(closed);
+  write("sandboxes.d/b.yaml", "name: b\n");  // nothing watches
+
+  watch_ = std::make_unique<ConfigWatch>(&loop_, file(), [this] { ++changes_; });
+  watch_->loaded(dir, as_read);
+  EXPECT_EQ(settle(), 1);
+  EXPECT_EQ(watch_->eventsRead(), 0u);
+  EXPECT_EQ(settle(), 1) << "once";
+}
+
+TEST_F(ConfigWatchTest, AReloadThatReadWhatIsOnDiskIsNotReportedAgain) {
+  write("sandboxes.d/b.yaml", "name: b\n");
+  EXPECT_EQ(settle(), 1);
+  loaded("sandboxes.d");  // the reload it caused read b.yaml
+  EXPECT_EQ(settle(), 1);
+}
+
+TEST_F(ConfigWatchTest, ARecordingUnlikeTheDiskIsReportedOnceNotForever) {
+  // A loader recording files unlike onDisk() (a bug): one reload, never one every settle.
+  write("sandboxes.d/b.yaml", "name: b\n");
+  EXPECT_EQ(settle(), 1);
+  watch_->loaded((dir_ / "sandboxes.d").string(), ConfigFingerprint{});
+  EXPECT_EQ(settle(), 1);
+}
+
 TEST_F(ConfigWatchTest, AnotherSandboxDirIsWatchedInstead) {
   fs::create_directories(dir_ / "other.d");
-  watch_->watchSandboxDir((dir_ / "other.d").string());
+  loaded("other.d");
   write("sandboxes.d/b.yaml", "name: b\n");
   EXPECT_EQ(settle(), 0);
   write("other.d/b.yaml", "name: b\n");

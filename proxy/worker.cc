@@ -417,12 +417,11 @@ void Worker::serve(const ListenSocket& socket, int fd) {
   session_count_.store(sessions_.size());
   // Over a limit: accepted (so the kernel queue does not fill), recorded and closed at once.
   // The process-wide limit protects the gateway and says nothing; a sandbox's own limit tells
-  // its client why. (Two workers may each let one more in at the same moment.)
+  // its client why.
   const auto& sandbox_max = view->sandbox->limits.max_connections;
-  bool over_global = state_.open_connections.load() > generation_->config->limits.max_connections;
-  bool over_sandbox =
-      sandbox_max && static_cast<std::uint64_t>(
-                         view->runtime->metrics.connections_active.load()) > *sandbox_max;
+  const session::Session::OpenCount open = s->openedAs();
+  bool over_global = open.gateway > generation_->config->limits.max_connections;
+  bool over_sandbox = sandbox_max && static_cast<std::uint64_t>(open.sandbox) > *sandbox_max;
   if (!s->start(fd)) {
     return;
   }

@@ -74,8 +74,9 @@ Session::Session(WorkerContext& context, std::shared_ptr<const Generation> gener
     state_ = State::Sniffing;
   }
   started_ms_ = last_activity_ms_ = uv_now(ctx_.loop);
-  ctx_.state->open_connections.fetch_add(1, std::memory_order_relaxed);
-  runtime_->metrics.connections_active.fetch_add(1, std::memory_order_relaxed);
+  opened_as_.gateway = ctx_.state->open_connections.fetch_add(1, std::memory_order_relaxed) + 1;
+  opened_as_.sandbox =
+      runtime_->metrics.connections_active.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 Session::~Session() {

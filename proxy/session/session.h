@@ -111,6 +111,15 @@ class Session : private io::TcpStream::Handler,
   // a flood the least.
   void refuseConnection(policy::Reason reason, bool answer);
 
+  // How many connections were open, this one counted, when it was made: process-wide and for
+  // its sandbox. Taken by the same atomic add that counted it, so that of connections made
+  // at once by several workers exactly those past a limit see themselves over it.
+  struct OpenCount {
+    std::uint64_t gateway = 0;
+    std::int64_t sandbox = 0;
+  };
+  OpenCount openedAs() const { return opened_as_; }
+
   std::uint64_t id() const { return id_; }
   State state() const { return state_; }
   // The sandbox's long-lived part (CA, counters): the same across the generations this
@@ -253,6 +262,7 @@ class Session : private io::TcpStream::Handler,
   bool tunnel_ = false;  // TLS terminated, H fixed for the connection (CONNECT or transparent)
   std::optional<policy::Endpoint> orig_dst_;  // transparent: where the sandbox was going
   std::uint64_t started_ms_ = 0;
+  OpenCount opened_as_;
   std::uint64_t last_activity_ms_ = 0;
   std::uint64_t phase_deadline_ms_ = 0;  // handshake, connect or linger deadline; 0: none
   std::uint64_t release_deadline_ms_ = 0;  // idle between requests: give buffers back then

@@ -103,6 +103,45 @@ def test_sandbox_connection_limit_answers_503_and_spares_the_others(start_sluice
                "alpha to be served once its connections are gone")
 
 
+def test_sandbox_connection_limit_admits_exactly_max_of_a_burst(start_sluice, bed):
+    """Edge case: 24 connections at once to a sandbox allowing 8, accepted by both workers:
+    exactly 8 are served and 16 refused, each refusal on record. Each connection counts itself
+    by the same atomic add that tells it where it stands, so two workers accepting at the same
+    instant can neither both refuse nor both admit the connection at the limit."""
+    limit, burst = 8, 24
+    s = start_sluice(edit=two_sandboxes(bed, alpha_limits={"max_connections": limit}),
+                     limits={"handshake_timeout": "20s"})
+    alpha = Gateway(s.sandbox_view(A), bed)
+    mark = alpha.audit.mark()
+    socks = [open_idle(alpha.sluice.address) for _ in range(burst)]
+    try:
+        refusals = alpha.audit.wait(mark, lambda r: r["reason"] == "too_many_connections",
+                                    count=burst - limit)
+        for rec in refusals:
+            expect.record(rec, sandbox=A, decision="deny", status=503)
+        url = "http://allowed.test:%d/whoami.txt" % bed.plain_port
+        served, refused = 0, 0
+        for sock in socks:
+            try:
+                sock.sendall(request_bytes("GET", url, "allowed.test:%d" % bed.plain_port,
+                                           keep_alive=False))
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # refused and closed already: what it was answered is read below
+            data, _, _ = read_until_closed(sock, 10)
+            if data.startswith(b"HTTP/1.1 200 "):
+                served += 1
+            else:
+                assert data == b"" or b"\r\nSluice-Reason: too_many_connections\r\n" in data, \
+                    data[:400]
+                refused += 1
+        assert (served, refused) == (limit, burst - limit)
+        assert len([r for r in alpha.audit.since(mark)
+                    if r["reason"] == "too_many_connections"]) == burst - limit
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 def test_request_rate_gives_429_and_the_other_sandbox_is_served(start_sluice, bed):
     rate, burst = 2, 3
     s = start_sluice(edit=two_sandboxes(bed, per_sandbox={"requests_per_second": rate,

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "proxy/file_identity.h"
+
 namespace sluice::proxy {
 
 bool isSandboxFileName(std::string_view name) {
@@ -31,9 +33,8 @@ void ConfigFingerprint::addStat(const struct stat* st) {
     text_ += "-;";
     return;
   }
-  text_ += std::to_string(st->st_dev) + ":" + std::to_string(st->st_ino) + ":" +
-           std::to_string(st->st_size) + ":" + std::to_string(st->st_mtim.tv_sec) + "." +
-           std::to_string(st->st_mtim.tv_nsec) + ";";
+  text_ += FileIdentity::of(*st).toString();
+  text_ += ';';
 }
 
 void ConfigFingerprint::addConfigFile(const struct stat* st) { addStat(st); }

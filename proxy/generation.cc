@@ -1,7 +1,5 @@
 #include "proxy/generation.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 
 #include "proxy/tls/tls_context.h"
@@ -16,26 +14,52 @@ const SandboxView* findIn(const Generation* generation, std::string_view name) {
   return generation == nullptr ? nullptr : generation->find(name);
 }
 
-// The previous runtime of a sandbox if its CA directory is unchanged (same CA, same leaves,
-// same counters), else a new one with the CA loaded or created.
+CaFiles caFilesIn(const std::string& dir) {
+  return {FileIdentity::ofPath(dir + "/" + std::string(certs::CertificateAuthority::kCertFile)),
+          FileIdentity::ofPath(dir + "/" + std::string(certs::CertificateAuthority::kKeyFile))};
+}
+
+// The previous runtime of a sandbox if its CA is unchanged (same CA, same leaves, same
+// counters), else a new one with the CA loaded or created. Unchanged is the same directory
+// and the same two files in it: an operator rotating a CA replaces them and reloads, and the
+// sandbox's connections made under the old CA drain (Worker::drainRemovedSandboxes).
 Result<std::shared_ptr<SandboxRuntime>, std::string> runtimeFor(
     const policy::Sandbox& sandbox, const SandboxView* before, std::vector<std::string>* notices) {
-  if (before != nullptr && before->runtime->ca_dir == sandbox.ca_dir) {
+  // Taken before the files are read: were they replaced meanwhile, the next reload sees it.
+  const CaFiles files = caFilesIn(sandbox.ca_dir);
+  const bool same_dir = before != nullptr && before->runtime->ca_dir == sandbox.ca_dir;
+  if (same_dir && before->runtime->ca_files == files) {
+    return before->runtime;
+  }
+  if (same_dir && (!files.cert || !files.key)) {
+    // Gone from under a running sandbox: a reload that some other change set off must not
+    // make a new CA its clients do not trust. The one in memory serves on.
+    if (notices != nullptr) {
+      notices->push_back("sandbox '" + sandbox.name + "': the CA files in " + sandbox.ca_dir +
+                         " are gone; the CA in memory serves on (restore them: a restart would "
+                         "create a new CA)");
+    }
     return before->runtime;
   }
   auto runtime = std::make_shared<SandboxRuntime>();
   runtime->id = next_runtime_id.fetch_add(1);
   runtime->name = sandbox.name;
   runtime->ca_dir = sandbox.ca_dir;
-  struct stat st {};
-  bool existed = ::stat((sandbox.ca_dir + "/ca.pem").c_str(), &st) == 0;
   auto ca = certs::CertificateAuthority::loadOrCreate(sandbox.ca_dir,
                                                       "sluice sandbox CA (" + sandbox.name + ")");
   if (!ca) {
     return Err{"sandbox '" + sandbox.name + "': " + ca.error()};
   }
-  if (!existed && notices != nullptr) {
-    notices->push_back("sandbox '" + sandbox.name + "': created CA " + sandbox.ca_dir + "/ca.pem");
+  const bool created = !files.cert.has_value();
+  runtime->ca_files = created ? caFilesIn(sandbox.ca_dir) : files;
+  if (notices != nullptr) {
+    if (created) {
+      notices->push_back("sandbox '" + sandbox.name + "': created CA " + sandbox.ca_dir +
+                         "/ca.pem");
+    } else if (same_dir) {
+      notices->push_back("sandbox '" + sandbox.name + "': CA files in " + sandbox.ca_dir +
+                         " replaced: loaded anew; connections made under the old CA drain");
+    }
   }
   runtime->ca = std::make_unique<certs::CertificateAuthority>(std::move(ca).value());
   runtime->leaves = std::make_unique<certs::LeafCache>(*runtime->ca);
@@ -88,7 +112,12 @@ Result<std::shared_ptr<const Generation>, std::string> buildGeneration(
   generation->secrets = std::make_shared<const SecretValues>(std::move(secrets));
   const policy::Config& c = *generation->config;
 
-  if (previous != nullptr && previous->config->upstream.ca_file == c.upstream.ca_file) {
+  // The same path is not enough: a bundle updated in place (a new internal root) is trusted
+  // from the reload on, and the pool's connections verified under the old one are not reused.
+  generation->upstream_ca_file =
+      c.upstream.ca_file ? FileIdentity::ofPath(*c.upstream.ca_file) : std::nullopt;
+  if (previous != nullptr && previous->config->upstream.ca_file == c.upstream.ca_file &&
+      previous->upstream_ca_file == generation->upstream_ca_file) {
     generation->upstream_tls = previous->upstream_tls;
     generation->upstream_trust_id = previous->upstream_trust_id;
   } else {

@@ -31,17 +31,26 @@
 #include "policy/config.h"
 #include "proxy/admin/metrics.h"
 #include "proxy/audit/audit_log.h"
+#include "proxy/file_identity.h"
 #include "proxy/limits/request_rate.h"
 #include "proxy/secret_values.h"
 
 namespace sluice::proxy {
 
-// A sandbox's long-lived part: one per (name, CA directory) for as long as any generation or
-// session refers to it.
+// Which ca.pem and ca.key a CA was loaded from (nullopt: not there).
+struct CaFiles {
+  std::optional<FileIdentity> cert;
+  std::optional<FileIdentity> key;
+  friend bool operator==(const CaFiles&, const CaFiles&) = default;
+};
+
+// A sandbox's long-lived part: one per (name, CA directory, CA files) for as long as any
+// generation or session refers to it.
 struct SandboxRuntime {
   std::uint64_t id = 0;  // unique in the process: keys the upstream pool (never reused)
   std::string name;
   std::string ca_dir;
+  CaFiles ca_files;
   std::unique_ptr<certs::CertificateAuthority> ca;
   std::unique_ptr<certs::LeafCache> leaves;
   admin::SandboxMetrics metrics;
@@ -64,6 +73,7 @@ struct Generation {
   std::shared_ptr<const SecretValues> secrets;
   std::shared_ptr<SSL_CTX> upstream_tls;  // verifies upstreams against upstream.ca_file
   std::uint64_t upstream_trust_id = 0;    // changes with upstream_tls
+  std::optional<FileIdentity> upstream_ca_file;  // the upstream.ca_file upstream_tls read
   std::vector<SandboxView> sandboxes;
   std::vector<std::shared_ptr<audit::AuditSink>> audit_sinks;  // each path once
   // Sandbox name -> index in `sandboxes`: every accepted connection, and every query to a

@@ -10,7 +10,9 @@ the "denied" config is the same without those two rules, so allowed.test gets 40
 not_allowed_host and everything else is as before.
 """
 import os
+import shutil
 import socket
+import subprocess
 import threading
 import time
 import uuid
@@ -533,3 +535,49 @@ def test_an_address_handed_to_a_renamed_sandbox_keeps_listening(start_sluice, be
     assert is_ok(get_whoami(g, m))
     rec = g.audit.one(mark, lambda r: m in (r["url"] or ""))
     expect.record(rec, sandbox="renamed", decision="allow")
+
+
+def test_a_ca_rotated_in_place_is_taken_up_by_sighup(start_sluice, bed):
+    """Edge case: the operator rotates the sandbox's CA by renaming a new ca.pem and ca.key
+    (from `sluice ca init`) over the old ones, then sends SIGHUP. The reload loads the new CA
+    and says so; the keep-alive tunnel made under the old one is closed; new leaves are signed
+    by the new CA, so a client still trusting only the old certificate fails verification; and
+    a second SIGHUP loads nothing again."""
+    s = start_sluice()
+    g = Gateway(s, bed)
+    name, ca_dir = s.config["sandboxes"][0]["name"], os.path.dirname(s.ca_pem)
+    old_pem = os.path.join(s.workdir, "old-ca.pem")
+    shutil.copyfile(s.ca_pem, old_pem)
+    sock, answer, _ = connect_tunnel(s.address, "%s:%d" % (HOST, g.t))
+    try:
+        assert answer.status == 200, answer
+        tls = TLSStream(sock, HOST, old_pem)
+        reader = HttpReader(tls)
+        tls.sendall(request_bytes("GET", "/whoami.txt?m=" + marker(), HOST))
+        assert reader.read_response().status == 200
+
+        made = os.path.join(s.workdir, "new-ca")
+        subprocess.run([s.binary, "ca", "init", "--dir", made], check=True,
+                       capture_output=True)
+        os.replace(os.path.join(made, "ca.key"), os.path.join(ca_dir, "ca.key"))
+        os.replace(os.path.join(made, "ca.pem"), os.path.join(ca_dir, "ca.pem"))
+        reloads = Reloads(s)
+        sighup(s)
+        reloads.wait_applied()
+        notice = "sandbox '%s': CA files in %s replaced" % (name, ca_dir)
+        assert s.stderr().count(notice) == 1, s.stderr()[-3000:]
+        tail, how = reader.read_to_close(timeout=10)
+        assert how in ("eof", "reset") and tail == b"", (tail[:100], how)
+    finally:
+        sock.close()
+
+    assert is_ok(get_whoami(g, marker()))  # verified against the new ca.pem
+    stale = g.tunnel(HOST, [request_bytes("GET", "/whoami.txt", HOST, keep_alive=False)],
+                     cafile=old_pem)
+    assert stale.tls_error is not None and "certificate verify failed" in str(stale.tls_error), \
+        stale.tls_error
+
+    reloads = Reloads(s)
+    sighup(s)
+    reloads.wait_applied()
+    assert s.stderr().count(notice) == 1, "loaded again though unchanged"

@@ -7,6 +7,9 @@
 #include <fstream>
 #include <string>
 
+#include <openssl/x509.h>
+
+#include "certs/ca.h"
 #include "policy/config_loader.h"
 #include "proxy/generation.h"
 
@@ -28,8 +31,10 @@ class GenerationTest : public ::testing::Test {
 
   // A config with sandbox `a` (and `b` when `with_b`); `a_ca` names a's CA directory, `rate` its
   // requests_per_second (0: none), `b_audit` b's own audit file ("" for the global one).
+  // `upstream_ca` names upstream.ca_file ("": none).
   std::shared_ptr<const policy::Config> config(const std::string& a_ca, int rate, bool with_b,
-                                               const std::string& b_audit = "") {
+                                               const std::string& b_audit = "",
+                                               const std::string& upstream_ca = "") {
     std::string text = "version: 1\naudit: {path: " + (dir_ / "audit.jsonl").string() +
                        "}\nsandboxes:\n  - name: a\n    listen: 127.0.0.1:39001\n    ca: " +
                        (dir_ / a_ca).string() + "\n    policy: p\n";
@@ -44,16 +49,43 @@ class GenerationTest : public ::testing::Test {
       }
     }
     text += "policies:\n  p:\n    rules:\n      - hosts: [example.com]\n";
+    if (!upstream_ca.empty()) {
+      text += "upstream: {ca_file: " + (dir_ / upstream_ca).string() + "}\n";
+    }
     auto loaded = policy::loadConfig({"test.yaml", text}, {});
     EXPECT_TRUE(loaded) << (loaded ? "" : loaded.error().front().toString());
     return loaded.value();
   }
 
   std::shared_ptr<const Generation> build(std::shared_ptr<const policy::Config> c,
-                                          const Generation* previous) {
-    auto built = buildGeneration(std::move(c), SecretValues{}, previous, audit_, nullptr);
+                                          const Generation* previous,
+                                          std::vector<std::string>* notices = nullptr) {
+    auto built = buildGeneration(std::move(c), SecretValues{}, previous, audit_, notices);
     EXPECT_TRUE(built) << (built ? "" : built.error());
     return built.value();
+  }
+
+  // A CA made elsewhere, its two files then renamed over `dir`'s: a rotation in place.
+  void rotateCa(const std::string& dir) {
+    const fs::path made = dir_ / ("made-" + dir);
+    ASSERT_TRUE(certs::CertificateAuthority::create(made.string(), "rotated"));
+    fs::rename(made / "ca.key", dir_ / dir / "ca.key");
+    fs::rename(made / "ca.pem", dir_ / dir / "ca.pem");
+  }
+
+  static std::string subjectOf(const SandboxView* view) {
+    char line[256];
+    X509_NAME_oneline(X509_get_subject_name(view->runtime->ca->certificate()), line, sizeof line);
+    return line;
+  }
+
+  static bool anyMentions(const std::vector<std::string>& notices, const std::string& text) {
+    for (const std::string& notice : notices) {
+      if (notice.find(text) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
   }
 
   fs::path dir_;
@@ -87,6 +119,53 @@ TEST_F(GenerationTest, ANewCaDirectoryIsANewRuntime) {
   EXPECT_NE(first->find("a")->runtime, second->find("a")->runtime);
   EXPECT_NE(first->find("a")->runtime->id, second->find("a")->runtime->id);
   EXPECT_TRUE(fs::exists(dir_ / "ca-a2" / "ca.pem"));
+}
+
+TEST_F(GenerationTest, ACaReplacedInPlaceIsLoadedAnewAtTheReload) {
+  auto first = build(config("ca-a", 5, true), nullptr);
+  rotateCa("ca-a");
+  std::vector<std::string> notices;
+  auto second = build(config("ca-a", 5, true), first.get(), &notices);
+  EXPECT_NE(first->find("a")->runtime, second->find("a")->runtime);
+  EXPECT_NE(subjectOf(second->find("a")).find("CN=rotated"), std::string::npos)
+      << subjectOf(second->find("a"));
+  EXPECT_TRUE(anyMentions(notices, "sandbox 'a': CA files in"))
+      << ::testing::PrintToString(notices);
+  EXPECT_EQ(first->find("a")->rate, second->find("a")->rate) << "the rate is unchanged";
+  EXPECT_EQ(first->find("b")->runtime, second->find("b")->runtime) << "b's CA is untouched";
+
+  auto third = build(config("ca-a", 5, true), second.get());
+  EXPECT_EQ(second->find("a")->runtime, third->find("a")->runtime) << "once, not each reload";
+}
+
+TEST_F(GenerationTest, CaFilesGoneFromUnderASandboxKeepItsCa) {
+  // A reload set off by another sandbox's file must not mint a CA nobody trusts.
+  auto first = build(config("ca-a", 0, true), nullptr);
+  fs::remove(dir_ / "ca-a" / "ca.pem");
+  fs::remove(dir_ / "ca-a" / "ca.key");
+  std::vector<std::string> notices;
+  auto second = build(config("ca-a", 0, true), first.get(), &notices);
+  EXPECT_EQ(first->find("a")->runtime, second->find("a")->runtime);
+  EXPECT_FALSE(fs::exists(dir_ / "ca-a" / "ca.pem"));
+  EXPECT_TRUE(anyMentions(notices, "are gone; the CA in memory serves on"))
+      << ::testing::PrintToString(notices);
+}
+
+TEST_F(GenerationTest, AnUpstreamCaFileUpdatedInPlaceIsTrustedAnew) {
+  auto first = build(config("ca-a", 0, false), nullptr);
+  fs::copy_file(dir_ / "ca-a" / "ca.pem", dir_ / "bundle.pem");
+  auto second = build(config("ca-a", 0, false, "", "bundle.pem"), first.get());
+  auto third = build(config("ca-a", 0, false, "", "bundle.pem"), second.get());
+  EXPECT_NE(first->upstream_trust_id, second->upstream_trust_id);
+  EXPECT_EQ(second->upstream_trust_id, third->upstream_trust_id) << "unchanged: kept";
+  EXPECT_EQ(second->upstream_tls, third->upstream_tls);
+
+  rotateCa("ca-a");
+  fs::copy_file(dir_ / "ca-a" / "ca.pem", dir_ / ".bundle.tmp");
+  fs::rename(dir_ / ".bundle.tmp", dir_ / "bundle.pem");
+  auto fourth = build(config("ca-a", 0, false, "", "bundle.pem"), third.get());
+  EXPECT_NE(third->upstream_trust_id, fourth->upstream_trust_id);
+  EXPECT_NE(third->upstream_tls, fourth->upstream_tls);
 }
 
 TEST_F(GenerationTest, AChangedRateIsANewBucketAndNoRateIsNone) {

@@ -1,7 +1,7 @@
 #pragma once
 // What every worker shares for the whole life of the process: the sandbox-facing TLS context,
-// the audit files, the counters. The configuration itself is not here: it comes in
-// generations (generation.h), which the main thread builds and hands to each worker.
+// the audit files, the counters, and which generation of the configuration (generation.h) is
+// in force.
 
 #include <atomic>
 #include <cstdint>
@@ -9,6 +9,7 @@
 
 #include "proxy/admin/metrics.h"
 #include "proxy/audit/audit_log.h"
+#include "proxy/published_generation.h"
 #include "proxy/tls/tls_context.h"
 
 namespace sluice::proxy {
@@ -16,6 +17,7 @@ namespace sluice::proxy {
 struct GatewayState {
   tls::SslCtxPtr sandbox_tls;  // the sandbox-facing side (leaves set per connection)
   audit::AuditLog audit;
+  PublishedGeneration generation;
   admin::GatewayMetrics metrics;
   std::atomic<std::uint64_t> next_connection_id{1};
   std::atomic<std::uint64_t> open_connections{0};

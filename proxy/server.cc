@@ -284,6 +284,7 @@ Result<std::unique_ptr<Server>, std::string> Server::create(
     return Err{prepared.error()};
   }
   server->generation_ = std::move(prepared->generation);
+  server->state_->generation.publish(server->generation_);
   server->sockets_ = std::move(prepared->sockets);
   server->admin_ = std::move(prepared->admin);
   for (unsigned i = 0; i < std::max(1u, workers); ++i) {
@@ -340,6 +341,9 @@ void Server::reload(std::string_view why) {
   std::vector<std::string> before = sandboxNames(generation_.get());
   generation_ = std::move(prepared->generation);
   sockets_ = std::move(prepared->sockets);
+  // From here every new request, on every worker, is judged by the new generation; the
+  // workers' loops then open and close listeners to match.
+  state_->generation.publish(generation_);
   for (auto& worker : workers_) {
     worker->adopt(generation_, sockets_);
   }

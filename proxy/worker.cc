@@ -204,7 +204,7 @@ Result<Ok, std::string> Worker::syncSandboxResolvers() {
     auto resolver = std::make_unique<dns::SandboxResolver>(
         &loop_, *sandbox.dns_listen,
         [this, name = sandbox.name](std::string_view qname, std::uint16_t qtype) {
-          const SandboxView* current = generation_->find(name);
+          const SandboxView* current = context_->currentGeneration()->find(name);
           if (current == nullptr) {
             return dns::SandboxAnswer{};
           }
@@ -401,7 +401,9 @@ bool Worker::handOver(Handover h) {
 void Worker::serve(const ListenSocket& socket, int fd) {
   // The sandbox as the generation in force now has it; none if a reload removed it since the
   // connection was accepted.
-  const SandboxView* view = generation_->find(socket.sandbox);
+  // A copy: what the session is made with must not change under it.
+  const std::shared_ptr<const Generation> generation = context_->currentGeneration();
+  const SandboxView* view = generation->find(socket.sandbox);
   if (draining_ || view == nullptr) {
     ::close(fd);  // the kernel resets it; a draining gateway takes nothing new
     busy_.fetch_sub(1);
@@ -409,7 +411,7 @@ void Worker::serve(const ListenSocket& socket, int fd) {
   }
   std::uint64_t id = state_.next_connection_id.fetch_add(1);
   auto owned = std::make_unique<session::Session>(
-      *context_, generation_, *view, id,
+      *context_, generation, *view, id,
       socket.transparent ? session::Session::Listener::Transparent
                          : session::Session::Listener::Explicit);
   session::Session* s = owned.get();
@@ -420,7 +422,7 @@ void Worker::serve(const ListenSocket& socket, int fd) {
   // its client why.
   const auto& sandbox_max = view->sandbox->limits.max_connections;
   const session::Session::OpenCount open = s->openedAs();
-  bool over_global = open.gateway > generation_->config->limits.max_connections;
+  bool over_global = open.gateway > generation->config->limits.max_connections;
   bool over_sandbox = sandbox_max && static_cast<std::uint64_t>(open.sandbox) > *sandbox_max;
   if (!s->start(fd)) {
     return;

@@ -114,17 +114,18 @@ const policy::Sandbox& Session::sandbox() const { return *view_->sandbox; }
 const policy::Config& Session::config() const { return *generation_->config; }
 
 bool Session::takeUpCurrentGeneration() {
-  if (ctx_.generation == generation_) {
+  const std::shared_ptr<const Generation>& current = ctx_.currentGeneration();
+  if (current == generation_) {
     return true;
   }
-  const SandboxView* now = ctx_.generation->find(runtime_->name);
+  const SandboxView* now = current->find(runtime_->name);
   if (now == nullptr || now->runtime != runtime_) {
     SPDLOG_DEBUG("[C{}] sandbox {} was removed or replaced by a reload: closing", id_,
                  runtime_->name);
     finishConnection();
     return false;
   }
-  generation_ = ctx_.generation;
+  generation_ = current;
   view_ = now;
   return true;
 }

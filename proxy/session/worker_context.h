@@ -25,7 +25,10 @@ struct WorkerContext {
   int worker = 0;  // the worker's index, for the logs
   uv_loop_t* loop = nullptr;
   GatewayState* state = nullptr;
-  // The configuration in force on this worker: a session takes it up when a request starts.
+  // The generation in force (PublishedGeneration): what a new connection starts with and what a
+  // session takes up when a request starts. Cheap enough for every request.
+  const std::shared_ptr<const Generation>& currentGeneration();
+  // As this worker last saw it; currentGeneration() keeps it up to date.
   std::shared_ptr<const Generation> generation;
   dns::Resolver* resolver = nullptr;
   UpstreamPool* pool = nullptr;

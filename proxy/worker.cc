@@ -270,10 +270,13 @@ void Worker::closeRetiredResolvers() {
 
 // A sandbox that is gone, or came back with another CA (its clients trust the old one): its
 // connections finish the exchange in progress and close; new ones are no longer accepted.
+// Judged by the generation published, which may already be newer than the one this loop is
+// taking up: a session that took that one up is never drained for being ahead.
 void Worker::drainRemovedSandboxes() {
+  const std::shared_ptr<const Generation> current = context_->currentGeneration();
   std::vector<session::Session*> removed;
   for (auto& [ptr, owned] : sessions_) {
-    const SandboxView* now = generation_->find(ptr->runtime().name);
+    const SandboxView* now = current->find(ptr->runtime().name);
     if (now == nullptr || now->runtime.get() != &ptr->runtime()) {
       removed.push_back(ptr);
     }

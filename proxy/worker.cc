@@ -142,7 +142,9 @@ Result<Ok, std::string> Worker::apply(std::shared_ptr<const Generation> generati
   std::shared_ptr<const Generation> previous = std::move(generation_);
   generation_ = std::move(generation);
   sockets_ = std::move(sockets);
-  context_->generation = generation_;
+  // Lets go of the generation this loop last judged by even if nothing arrives to ask (an idle
+  // worker would otherwise keep the old one, its secrets and audit files, alive).
+  context_->currentGeneration();
   syncResolver(dns_before);
   if (previous != nullptr) {
     drainRemovedSandboxes();

@@ -28,7 +28,8 @@ struct WorkerContext {
   // The generation in force (PublishedGeneration): what a new connection starts with and what a
   // session takes up when a request starts. Cheap enough for every request.
   const std::shared_ptr<const Generation>& currentGeneration();
-  // As this worker last saw it; currentGeneration() keeps it up to date.
+  // As this worker last saw it: currentGeneration()'s cache, brought up to date by each
+  // hand-over too (Worker::apply).
   std::shared_ptr<const Generation> generation;
   dns::Resolver* resolver = nullptr;
   UpstreamPool* pool = nullptr;

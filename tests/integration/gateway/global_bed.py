@@ -41,7 +41,7 @@ from netns_bed import in_netns
 import netutil
 from netutil import DIE_WITH_US, clean_env, read_text, stop_process, wait_until
 import nginx_conf
-from peers import BARRIER_PREFIX, DNSMASQ, NGINX, Nginx
+from peers import BARRIER_PREFIX, NGINX, Nginx, dnsmasq_command
 from pki import CA
 from sluice_proc import Sluice, write_config
 
@@ -248,12 +248,7 @@ class NsDnsmasq:
         self.proc = None
 
     def start(self):
-        args = [DNSMASQ, "--conf-file=/dev/null", "--keep-in-foreground", "--no-resolv",
-                "--no-hosts", "--bind-interfaces", "--listen-address=" + LOOPBACK,
-                "--port=%d" % DNS_PORT, "--log-queries", "--log-facility=" + self.log,
-                "--pid-file=" + os.path.join(self.dir, "dnsmasq.pid"), "--address=/#/"]
-        if os.geteuid() == 0:
-            args += ["--user=root", "--group=root"]  # as peers.Dnsmasq: see there
+        args = dnsmasq_command(LOOPBACK, DNS_PORT, self.dir, self.log)
         args += ["--host-record=%s,%s" % item for item in ZONE.items()]
         args += ["--address=/%s/%s" % item for item in ZONE_TREES.items()]
         self.proc = self.ns.popen(args, self.dir)

@@ -103,6 +103,21 @@ class Nginx:
                    20, "nginx barrier")
 
 
+def dnsmasq_command(address, port, directory, log):
+    """dnsmasq answering only what --host-record/--address lines added after these say
+    (NXDOMAIN for the rest: no upstream, no hosts file), on `address`:`port` (UDP and TCP),
+    in the foreground, every query logged to `log`."""
+    args = [DNSMASQ, "--conf-file=/dev/null", "--keep-in-foreground", "--no-resolv",
+            "--no-hosts", "--bind-interfaces", "--listen-address=" + address,
+            "--port=%d" % port, "--log-queries", "--log-facility=" + log,
+            "--pid-file=" + os.path.join(directory, "dnsmasq.pid"), "--address=/#/"]
+    if os.geteuid() == 0:
+        # else it writes its log as "nobody" into our 0700 dir; and the same group, as a
+        # change of group would clear the parent-death signal (DIE_WITH_US)
+        args += ["--user=root", "--group=root"]
+    return args
+
+
 class Dnsmasq:
     """dnsmasq as sluice's upstream resolver, with a fixed zone and every query logged."""
 
@@ -144,14 +159,7 @@ class Dnsmasq:
         self.proc = None
 
     def start(self):
-        args = [DNSMASQ, "--conf-file=/dev/null", "--keep-in-foreground", "--no-resolv",
-                "--no-hosts", "--bind-interfaces", "--listen-address=" + self.ADDRESS,
-                "--port=%d" % self.port, "--log-queries", "--log-facility=" + self.log,
-                "--pid-file=" + os.path.join(self.dir, "dnsmasq.pid"), "--address=/#/"]
-        if os.geteuid() == 0:
-            # else it writes its log as "nobody" into our 0700 dir; and the same group, as a
-            # change of group would clear the parent-death signal (DIE_WITH_US)
-            args += ["--user=root", "--group=root"]
+        args = dnsmasq_command(self.ADDRESS, self.port, self.dir, self.log)
         for name, addresses in self.ZONE.items():
             args += ["--host-record=%s,%s" % (name, a) for a in addresses]
         with open(os.path.join(self.dir, "stderr.log"), "wb") as err:

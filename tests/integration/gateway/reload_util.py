@@ -1,6 +1,6 @@
 """Reloading a running sluice (SPEC §2 SIGHUP, README "Reload"): rewriting its config file the
 way an editor or an orchestrator does (a temp file renamed over it), SIGHUP by PID, waiting for
-the outcome on stderr, and reading sluice_config_reloads_total from the admin endpoint.
+the outcome on stderr (the admin endpoint's sluice_config_reloads_total: admin_client.Admin).
 
 stderr lines this module reads (one per event):
   ... info sluice: reloaded: configuration N in force, M sandboxes (added: a, b; removed: c)
@@ -8,34 +8,20 @@ stderr lines this module reads (one per event):
   ... error sluice: reload refused, the running configuration stays in force: ...
 """
 import copy
-import http.client
 import os
 import re
 import signal
 import subprocess
 
-from prometheus_client.parser import text_string_to_metric_families
-
-from netutil import free_port, listener, signal_handled, signal_pending, wait_until
+from netutil import signal_handled, signal_pending, wait_until
 from sluice_proc import write_config
 
 RELOADED = re.compile(r"sluice: reloaded: configuration (\d+) in force, (\d+) sandboxes "
                       r"\(added: ([^;]*); removed: ([^)]*)\)")
 REFUSED = "sluice: reload refused, the running configuration stays in force"
-ADMIN_ADDRESS = "127.0.0.1"
 
 
 # --- the config ------------------------------------------------------------------------------
-
-def with_admin(edit=None):
-    """An `edit=` for make_config that adds admin.listen on a free loopback port (then runs
-    `edit`, if given)."""
-    def add(config, workdir):
-        config["admin"] = {"listen": "%s:%d" % (ADMIN_ADDRESS, free_port((ADMIN_ADDRESS,)))}
-        if edit is not None:
-            edit(config, workdir)
-    return add
-
 
 def replace_file(path, text):
     """Write `text` to a hidden temp file beside `path`, then rename it over `path` (what an
@@ -159,40 +145,6 @@ def sighup(s):
     os.kill(s.proc.pid, signal.SIGHUP)
     wait_until(lambda: not signal_pending(s.proc.pid, signal.SIGHUP), 5,
                "the SIGHUP's delivery")
-
-
-# --- the admin endpoint -------------------------------------------------------------------------
-
-def admin_endpoint(s):
-    host, port = s.config["admin"]["listen"].rsplit(":", 1)
-    return host, int(port)
-
-
-def wait_admin(s, timeout=20):
-    wait_until(lambda: listener(*admin_endpoint(s)) is not None, timeout,
-               "the admin endpoint to listen")
-
-
-def metrics_text(s):
-    conn = http.client.HTTPConnection(*admin_endpoint(s), timeout=10)
-    try:
-        conn.request("GET", "/metrics")
-        resp = conn.getresponse()
-        body = resp.read().decode()
-        assert resp.status == 200, (resp.status, body[:200])
-        return body
-    finally:
-        conn.close()
-
-
-def reloads_total(s, result):
-    """sluice_config_reloads_total{result=...} (0 if the sample is absent)."""
-    for family in text_string_to_metric_families(metrics_text(s)):
-        for sample in family.samples:
-            if sample.name == "sluice_config_reloads_total" and \
-                    sample.labels.get("result") == result:
-                return sample.value
-    return 0
 
 
 # --- the audit log ---------------------------------------------------------------------------

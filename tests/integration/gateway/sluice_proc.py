@@ -235,3 +235,14 @@ class Sluice:
         if self.proc is not None and self.exit_code is None:
             self.exit_code = stop_process(self.proc, signal.SIGTERM, timeout)
         return self.exit_code
+
+
+def run_once(binary, config_path, timeout=20):
+    """`sluice run -c FILE` expected to exit by itself (it cannot start): the CompletedProcess."""
+    try:
+        return subprocess.run([binary, "run", "-c", config_path], capture_output=True,
+                              text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                              env=clean_env())
+    except subprocess.TimeoutExpired:
+        raise AssertionError("`sluice run -c %s` was still running after %ds: it should have "
+                             "refused to start" % (config_path, timeout)) from None

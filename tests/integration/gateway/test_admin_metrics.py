@@ -21,9 +21,10 @@ import expect
 from admin_client import DNS_RESULTS, METRICS_TYPE, Admin, with_admin
 from gateway import Gateway
 from http1 import request_bytes
-from netutil import free_port, read_until_closed, signal_handled, signal_pending, wait_until
+from netutil import read_until_closed, signal_handled, wait_until
 from oracles import DnsMark, get, marker
-from sluice_proc import PROXY_ADDRESS, write_config
+from reload_util import rewrite_config, sighup
+from sandbox_pair import A, B, two_sandboxes
 
 SBX = "sbx1"
 
@@ -77,20 +78,20 @@ def agrees_with(records, sandboxes):
     return check
 
 
-def gauge(sandbox, want):
+def sandbox_value(name, sandbox, want):
+    """A check: the series `name`{sandbox} is `want`."""
     def check(scrape):
-        got = scrape.value("sluice_connections_active", sandbox=sandbox)
-        return None if got == want else "connections_active{%s} %r, expected %r" % (
-            sandbox, got, want)
+        got = scrape.value(name, sandbox=sandbox)
+        return None if got == want else "%s{%s} %r, expected %r" % (name, sandbox, got, want)
     return check
+
+
+def gauge(sandbox, want):
+    return sandbox_value("sluice_connections_active", sandbox, want)
 
 
 def certs(sandbox, want):
-    def check(scrape):
-        got = scrape.value("sluice_certs_minted_total", sandbox=sandbox)
-        return None if got == want else "certs_minted_total{%s} %r, expected %r" % (
-            sandbox, got, want)
-    return check
+    return sandbox_value("sluice_certs_minted_total", sandbox, want)
 
 
 def dns_is(want, connects=None):
@@ -135,21 +136,6 @@ def assert_ok(ex, body=None):
          ex.tls_error, ex.error)
     if body is not None:
         assert ex.final.body == body
-
-
-def sighup(s):
-    """SIGHUP by PID; returns once it was delivered."""
-    wait_until(lambda: signal_handled(s.proc.pid, signal.SIGHUP), 5, "a SIGHUP handler")
-    os.kill(s.proc.pid, signal.SIGHUP)
-    wait_until(lambda: not signal_pending(s.proc.pid, signal.SIGHUP), 5, "SIGHUP's delivery")
-
-
-def replace_config(s, config):
-    """Rename a new config file over the running one (as an editor or orchestrator does)."""
-    tmp = os.path.join(s.workdir, ".sluice.yaml.tmp")
-    write_config(config, tmp)
-    os.replace(tmp, s.config_path)
-    s.config = config
 
 
 # --- 1. requests, bytes and durations against the audit log -------------------------------------
@@ -314,7 +300,7 @@ def test_sighup_reloads_count_ok(make_admin, bed):
 
     config = copy.deepcopy(s.config)
     with_other_test(bed)(config)
-    replace_config(s, config)
+    rewrite_config(s, config)
     admin.wait_for(reloads(2, 0), "the changed file reloaded")
     assert_ok(g.tunnel("other.test", [get("/whoami.txt", "other.test", keep_alive=False)]),
               b"other.test\n")
@@ -331,12 +317,12 @@ def test_sighup_with_a_broken_config_counts_failed_and_keeps_serving(make_admin,
     s = g.sluice
     good = copy.deepcopy(s.config)
     with_other_test(bed)(good)
-    replace_config(s, good)
+    rewrite_config(s, good)
     admin.wait_for(reloads(1, 0), "the good config applied")
 
     broken = copy.deepcopy(good)
     broken["no_such_key"] = 1
-    replace_config(s, broken)
+    rewrite_config(s, broken)
     admin.wait_for(reloads(1, 1), "the broken file refused")
     sighup(s)
     admin.wait_for(reloads(1, 2), "SIGHUP with a broken config counted as failed")
@@ -517,35 +503,12 @@ def test_admin_endpoint_is_never_reached_through_the_proxy(make_admin, bed):
 
 # --- 8. two sandboxes --------------------------------------------------------------------------
 
-A, B = "alpha", "beta"
-
-
-def two_sandboxes(bed):
-    t, p = bed.tls_port, bed.plain_port
-
-    def edit(config, workdir, admin_port):
-        alpha = config["sandboxes"][0]
-        alpha.update(name=A, ca=os.path.join(workdir, "ca-" + A), policy="pa")
-        config["sandboxes"].append(
-            {"name": B, "listen": "%s:%d" % (PROXY_ADDRESS, free_port((PROXY_ADDRESS,))),
-             "ca": os.path.join(workdir, "ca-" + B), "policy": "pb", "mode": "enforce",
-             "audit": os.path.join(workdir, "audit-" + B + ".jsonl")})
-        config["policies"] = {
-            "pa": {"rules": [{"name": "a-allowed", "hosts": ["allowed.test"], "ports": [t],
-                              "ips": ["127.0.0.20/32"]}]},
-            "pb": {"rules": [{"name": "b-other", "hosts": ["other.test"], "ports": [t],
-                              "ips": ["127.0.0.20/32"]},
-                             {"name": "b-other-plain", "hosts": ["other.test"],
-                              "schemes": ["http"], "ports": [p], "ips": ["127.0.0.20/32"]}]},
-        }
-    return edit
-
-
 def test_two_sandboxes_each_series_carries_its_sandbox(make_admin, bed):
     """Edge case: two sandboxes over the same CDN address, each with traffic the other's
     policy refuses: every per-sandbox series exists for both, and each one's requests, bytes,
     durations and certificates are its own audit log's and its own tunnels'."""
-    ga, admin = make_admin(edit=two_sandboxes(bed))
+    pair = two_sandboxes(bed)
+    ga, admin = make_admin(edit=lambda config, workdir, _admin_port: pair(config, workdir))
     gb = Gateway(ga.sluice.sandbox_view(B), bed)
     body = os.urandom(3000)
 

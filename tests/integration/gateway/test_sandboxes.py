@@ -18,10 +18,8 @@ import clients
 import expect
 from gateway import Gateway, Runner
 from http1 import request_bytes
-from netutil import free_port
-from sluice_proc import PROXY_ADDRESS
+from sandbox_pair import A, B, two_sandboxes
 
-A, B = "alpha", "beta"
 SANDBOX_HEADERS = [("X-Sandbox-Id", B), ("X-Sandbox", B),
                    ("Proxy-Authorization",
                     "Basic " + base64.b64encode(("%s:x" % B).encode()).decode())]
@@ -29,27 +27,6 @@ SANDBOX_HEADERS = [("X-Sandbox-Id", B), ("X-Sandbox", B),
 
 def marker():
     return uuid.uuid4().hex[:12]
-
-
-def two_sandboxes(bed):
-    t, p = bed.tls_port, bed.plain_port
-
-    def edit(config, workdir):
-        alpha = config["sandboxes"][0]
-        alpha.update(name=A, ca=os.path.join(workdir, "ca-" + A), policy="pa")
-        beta = {"name": B, "listen": "%s:%d" % (PROXY_ADDRESS, free_port((PROXY_ADDRESS,))),
-                "ca": os.path.join(workdir, "ca-" + B), "policy": "pb", "mode": "enforce",
-                "audit": os.path.join(workdir, "audit-" + B + ".jsonl")}
-        config["sandboxes"].append(beta)
-        config["policies"] = {
-            "pa": {"rules": [{"name": "a-allowed", "hosts": ["allowed.test"], "ports": [t],
-                              "ips": ["127.0.0.20/32"]}]},
-            "pb": {"rules": [{"name": "b-other", "hosts": ["other.test"], "ports": [t],
-                              "ips": ["127.0.0.20/32"]},
-                             {"name": "b-other-plain", "hosts": ["other.test"],
-                              "schemes": ["http"], "ports": [p], "ips": ["127.0.0.20/32"]}]},
-        }
-    return edit
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ allowed.test (the big file lives there) and nothing else; the sandbox files use 
 """
 import os
 import socket
-import subprocess
 import uuid
 
 import pytest
@@ -22,9 +21,10 @@ import expect
 from audit import AuditLog
 from gateway import Gateway
 from http1 import request_bytes
-from netutil import clean_env, free_port, listener, wait_until
+from netutil import free_port, listener, wait_until
 from reload_util import Reloads, audit_verify, error_lines, replace_file, same_file
-from sluice_proc import PROXY_ADDRESS, SandboxView, make_config, to_yaml, write_config
+from sluice_proc import (PROXY_ADDRESS, SandboxView, make_config, run_once, to_yaml,
+                         write_config)
 
 DIR = "sandboxes.d"
 SLOW_RATE = "20M"   # curl --limit-rate: the 200 MiB file takes about 10 s
@@ -86,16 +86,6 @@ def whoami(g, host, m=None):
 def ok(ex, host):
     return ex.final is not None and (ex.final.status, ex.final.body) == \
         (200, (host + "\n").encode())
-
-
-def run_once(binary, config_path, timeout=20):
-    try:
-        return subprocess.run([binary, "run", "-c", config_path], capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                              env=clean_env())
-    except subprocess.TimeoutExpired:
-        raise AssertionError("`sluice run -c %s` was still running after %ds: it should have "
-                             "refused to start" % (config_path, timeout)) from None
 
 
 def start_errors(stderr):

@@ -19,7 +19,7 @@ from gateway import Gateway
 from http1 import request_bytes
 from netutil import (DIE_WITH_US, clean_env, free_port, listener, read_text, read_until_closed,
                      signal_handled, signal_pending, stop_process, wait_until)
-from sluice_proc import PROXY_ADDRESS, make_config, write_config
+from sluice_proc import PROXY_ADDRESS, make_config, run_once, write_config
 
 BIG_RATE = "80M"     # curl --limit-rate: the 200 MiB file takes about 2.5 s
 SLOW_RATE = "2M"     # far too slow to finish within any grace used here
@@ -300,17 +300,6 @@ def test_signal_the_moment_it_is_taken_in_charge_exits_0(sluice_binary, bed, scr
 
 
 # --- exit codes and startup -----------------------------------------------------------------
-
-def run_once(binary, config_path, timeout=20):
-    """`sluice run -c FILE` expected to exit by itself (it cannot start)."""
-    try:
-        return subprocess.run([binary, "run", "-c", config_path], capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                              env=clean_env())
-    except subprocess.TimeoutExpired:
-        raise AssertionError("`sluice run -c %s` was still running after %ds: it should have "
-                             "refused to start" % (config_path, timeout))
-
 
 def config_in(bed, scratch, **kw):
     port = free_port((PROXY_ADDRESS,))

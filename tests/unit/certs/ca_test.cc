@@ -1,4 +1,5 @@
 #include "certs/ca.h"
+#include "tests/support/temp_dir.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -26,28 +27,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-// A fresh directory under /tmp, removed with everything in it when the test ends.
-class TempDir {
- public:
-  TempDir() {
-    char name[] = "/tmp/sluice-ca-test-XXXXXX";
-    if (::mkdtemp(name) == nullptr) {
-      ADD_FAILURE() << "mkdtemp failed";
-    }
-    path_ = name;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
-};
+using test_support::TempDir;
 
 struct BioFree {
   void operator()(BIO* b) const { BIO_free_all(b); }

@@ -25,6 +25,7 @@
 #include <openssl/x509v3.h>
 
 #include "certs/x509_util.h"
+#include "tests/support/temp_dir.h"
 
 namespace sluice::certs {
 namespace {
@@ -38,27 +39,7 @@ using namespace std::string_view_literals;
 
 // ---- fixtures --------------------------------------------------------------------------------
 
-class TempDir {
- public:
-  TempDir() {
-    char name[] = "/tmp/sluice-leaf-test-XXXXXX";
-    if (::mkdtemp(name) == nullptr) {
-      ADD_FAILURE() << "mkdtemp failed";
-    }
-    path_ = name;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
-};
+using test_support::TempDir;
 
 template <auto Free>
 struct FreeWith {

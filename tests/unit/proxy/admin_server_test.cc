@@ -21,6 +21,8 @@
 #include <gtest/gtest.h>
 
 #include "proxy/admin/metrics.h"
+#include "tests/support/loop_driver.h"
+#include "tests/support/loopback_tcp_client.h"
 
 namespace sluice::proxy::admin {
 namespace {
@@ -36,36 +38,10 @@ policy::Endpoint loopbackAnyPort() {
 
 // ---- A blocking client (runs on the helper thread) ---------------------------------------
 
-class Client {
+class Client : public test_support::LoopbackTcpClient {
  public:
-  explicit Client(std::uint16_t port, std::chrono::milliseconds timeout = 3000ms) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    timeval tv{};
-    tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-    tv.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(port);
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<const sockaddr*>(&to), sizeof(to)) == 0;
-  }
-  ~Client() { ::close(fd_); }
-  Client(const Client&) = delete;
-  Client& operator=(const Client&) = delete;
+  using LoopbackTcpClient::LoopbackTcpClient;
 
-  bool connected() const { return connected_; }
-  bool send(std::string_view bytes) {
-    while (!bytes.empty()) {
-      const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-      if (n <= 0) {
-        return false;
-      }
-      bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
-    return true;
-  }
   // Everything until the server's FIN. `eof` tells whether it came (not a reset or timeout).
   std::string readToEnd(bool* eof = nullptr) {
     std::string out;
@@ -81,16 +57,6 @@ class Client {
       out.append(buffer, static_cast<std::size_t>(n));
     }
   }
-  // True when the server closed (FIN or RST) before the timeout, having sent nothing.
-  bool closedByPeer() {
-    char c;
-    const ssize_t n = ::recv(fd_, &c, 1, 0);
-    return n == 0 || (n < 0 && errno == ECONNRESET);
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
 };
 
 struct Response {
@@ -172,33 +138,12 @@ class AdminServerTest : public ::testing::Test {
 
   // Runs `client` on a helper thread while this thread runs the loop; returns when it is done.
   void withClient(const std::function<void()>& client) {
-    std::atomic<bool> finished{false};
-    std::thread t([&] {
-      client();
-      finished = true;
-      uv_async_send(wake_);
-    });
-    while (!finished) {
-      uv_run(&loop_, UV_RUN_ONCE);
-    }
-    t.join();
+    test_support::runLoopWithClient(&loop_, wake_, client);
   }
 
   // Drives the loop until `done` holds or `limit` passes (a safety net, not a sleep).
   bool runUntil(const std::function<bool()>& done, std::chrono::milliseconds limit = 3000ms) {
-    bool expired = false;
-    auto* guard = new uv_timer_t;
-    uv_timer_init(&loop_, guard);
-    guard->data = &expired;
-    uv_timer_start(
-        guard, [](uv_timer_t* t) { *static_cast<bool*>(t->data) = true; },
-        static_cast<std::uint64_t>(limit.count()), 0);
-    while (!done() && !expired) {
-      uv_run(&loop_, UV_RUN_ONCE);
-    }
-    uv_close(reinterpret_cast<uv_handle_t*>(guard),
-             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
-    return done();
+    return test_support::runLoopUntil(&loop_, done, limit);
   }
 
   Response get(std::string_view request) {

@@ -15,6 +15,7 @@
 
 #include "certs/ca.h"
 #include "proxy/cli/cli.h"
+#include "tests/support/temp_dir.h"
 
 namespace sluice::cli {
 namespace {
@@ -23,27 +24,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
 
-class TempDir {
- public:
-  TempDir() {
-    char name[] = "/tmp/sluice-ca-command-test-XXXXXX";
-    if (::mkdtemp(name) == nullptr) {
-      ADD_FAILURE() << "mkdtemp failed";
-    }
-    path_ = name;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
-};
+using test_support::TempDir;
 
 struct FileClose {
   void operator()(std::FILE* f) const { std::fclose(f); }

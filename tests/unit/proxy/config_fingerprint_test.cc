@@ -3,7 +3,6 @@
 // difference would be a reload for nothing, and a missing one a change never noticed. And
 // any change of a file the loader reads is a difference.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,6 +10,7 @@
 
 #include "proxy/config_files.h"
 #include "proxy/config_fingerprint.h"
+#include "tests/support/temp_dir.h"
 
 namespace sluice::proxy {
 namespace {
@@ -20,10 +20,6 @@ namespace fs = std::filesystem;
 class ConfigFingerprintTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("sluice-config-fingerprint-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
     fs::create_directories(dir_ / "sandboxes.d");
     write("sluice.yaml", kConfig);
   }
@@ -34,7 +30,6 @@ class ConfigFingerprintTest : public ::testing::Test {
       "policies:\n"
       "  p:\n"
       "    rules: [{name: r, hosts: [pypi.org]}]\n";
-  void TearDown() override { fs::remove_all(dir_); }
 
   void write(const std::string& name, const std::string& text) {
     std::ofstream(dir_ / name, std::ios::binary | std::ios::trunc) << text;
@@ -58,7 +53,8 @@ class ConfigFingerprintTest : public ::testing::Test {
     return as_read;
   }
 
-  fs::path dir_;
+  test_support::TempDir temp_;
+  fs::path dir_{temp_.path()};
 };
 
 TEST_F(ConfigFingerprintTest, SandboxFileNames) {

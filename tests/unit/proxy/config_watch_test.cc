@@ -3,7 +3,6 @@
 // not (appends to an audit log beside the config, a CA directory or an audit file created in
 // sandboxes_dir, a touch that changes nothing the fingerprint sees).
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <uv.h>
 
 #include <chrono>
@@ -14,6 +13,7 @@
 
 #include "proxy/config_watch.h"
 #include "proxy/config_fingerprint.h"
+#include "tests/support/temp_dir.h"
 
 namespace sluice::proxy {
 namespace {
@@ -23,10 +23,6 @@ namespace fs = std::filesystem;
 class ConfigWatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("sluice-config-watch-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
     fs::create_directories(dir_ / "sandboxes.d");
     write("sluice.yaml", "version: 1\n");
     write("sandboxes.d/a.yaml", "name: a\n");
@@ -49,7 +45,6 @@ class ConfigWatchTest : public ::testing::Test {
     EXPECT_TRUE(closed);
     watch_.reset();
     EXPECT_EQ(uv_loop_close(&loop_), 0);
-    fs::remove_all(dir_);
   }
 
   void write(const std::string& name, const std::string& text) {
@@ -68,7 +63,8 @@ class ConfigWatchTest : public ::testing::Test {
     return changes_;
   }
 
-  fs::path dir_;
+  test_support::TempDir temp_;
+  fs::path dir_{temp_.path()};
   uv_loop_t loop_{};
   std::unique_ptr<ConfigWatch> watch_;
   int changes_ = 0;

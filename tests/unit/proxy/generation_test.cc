@@ -1,7 +1,6 @@
 // buildGeneration across a reload: what a sandbox keeps (CA, counters, rate bucket, audit file)
 // and what makes it start afresh; one audit sink per path for the whole process.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,6 +11,7 @@
 #include "certs/ca.h"
 #include "policy/config_loader.h"
 #include "proxy/generation.h"
+#include "tests/support/temp_dir.h"
 
 namespace sluice::proxy {
 namespace {
@@ -20,15 +20,6 @@ namespace fs = std::filesystem;
 
 class GenerationTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("sluice-generation-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // A config with sandbox `a` (and `b` when `with_b`); `a_ca` names a's CA directory, `rate` its
   // requests_per_second (0: none), `b_audit` b's own audit file ("" for the global one).
   // `upstream_ca` names upstream.ca_file ("": none).
@@ -88,7 +79,8 @@ class GenerationTest : public ::testing::Test {
     return false;
   }
 
-  fs::path dir_;
+  test_support::TempDir temp_;
+  fs::path dir_{temp_.path()};
   audit::AuditLog audit_;
 };
 

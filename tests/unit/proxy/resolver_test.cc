@@ -27,6 +27,7 @@
 #include "proxy/dns/resolv_conf.h"
 // Compiled into this test directly (the unit-test CMake function links one source per test).
 #include "tests/support/fake_dns_server.cc"
+#include "tests/support/loop_driver.h"
 
 namespace sluice::proxy::dns {
 namespace {
@@ -94,19 +95,7 @@ class ResolverTest : public ::testing::Test {
 
   // Drives the loop until `done` holds or `limit` passes (a safety net, not a sleep).
   bool runUntil(const std::function<bool()>& done, std::chrono::milliseconds limit = 5000ms) {
-    bool expired = false;
-    auto* guard = new uv_timer_t;
-    uv_timer_init(&loop_, guard);
-    guard->data = &expired;
-    uv_timer_start(
-        guard, [](uv_timer_t* t) { *static_cast<bool*>(t->data) = true; },
-        static_cast<std::uint64_t>(limit.count()), 0);
-    while (!done() && !expired) {
-      uv_run(&loop_, UV_RUN_ONCE);
-    }
-    uv_close(reinterpret_cast<uv_handle_t*>(guard),
-             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
-    return done();
+    return test_support::runLoopUntil(&loop_, done, limit);
   }
 
   // Lets the loop run for `how_long` (to let a TTL pass, or to show that nothing happens).

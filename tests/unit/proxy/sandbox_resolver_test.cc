@@ -25,6 +25,8 @@
 #include <gtest/gtest.h>
 
 #include "policy/host_name.h"
+#include "tests/support/loop_driver.h"
+#include "tests/support/loopback_tcp_client.h"
 
 namespace sluice::proxy::dns {
 namespace {
@@ -196,43 +198,14 @@ class UdpClient {
   sockaddr_in to_;
 };
 
-class TcpClient {
+class TcpClient : public test_support::LoopbackTcpClient {
  public:
   // buffer_size > 0: small socket buffers, set before connecting so the window is small too.
-  explicit TcpClient(std::uint16_t port, int buffer_size = 0) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    setTimeout(fd_, 3000ms);
-    if (buffer_size > 0) {
-      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buffer_size, sizeof(buffer_size));
-      ::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buffer_size, sizeof(buffer_size));
-    }
-    const sockaddr_in to = loopback(port);
-    connected_ = ::connect(fd_, reinterpret_cast<const sockaddr*>(&to), sizeof(to)) == 0;
-    const int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  }
-  ~TcpClient() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  TcpClient(const TcpClient&) = delete;
-  TcpClient& operator=(const TcpClient&) = delete;
+  explicit TcpClient(std::uint16_t port, int buffer_size = 0)
+      : LoopbackTcpClient(port, 3000ms, buffer_size) {}
 
-  int fd() const { return fd_; }
-  bool connected() const { return connected_; }
-  bool send(const Bytes& bytes) {
-    std::size_t at = 0;
-    while (at < bytes.size()) {
-      const ssize_t n = ::send(fd_, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
-      if (n <= 0) {
-        return false;
-      }
-      at += static_cast<std::size_t>(n);
-    }
-    return true;
-  }
-  void shutdownWrite() { ::shutdown(fd_, SHUT_WR); }
+  using LoopbackTcpClient::send;
+  bool send(const Bytes& bytes) { return send(bytes.data(), bytes.size()); }
 
   // Exactly n bytes, or nullopt on EOF, reset or timeout.
   std::optional<Bytes> readExactly(std::size_t n) {
@@ -258,16 +231,6 @@ class TcpClient {
     auto m = readMessage();
     return m ? decode(*m) : std::nullopt;
   }
-  // True when the server closed: recv gives 0 (FIN) or ECONNRESET before the timeout.
-  bool closedByPeer() {
-    char c;
-    const ssize_t n = ::recv(fd_, &c, 1, 0);
-    return n == 0 || (n < 0 && errno == ECONNRESET);
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
 };
 
 // ---- The fixture ---------------------------------------------------------------------------
@@ -324,33 +287,12 @@ class SandboxResolverTest : public ::testing::Test {
 
   // Runs `client` on a helper thread while this thread runs the loop; returns when it is done.
   void withClient(const std::function<void()>& client) {
-    std::atomic<bool> finished{false};
-    std::thread t([&] {
-      client();
-      finished = true;
-      uv_async_send(wake_);
-    });
-    while (!finished) {
-      uv_run(&loop_, UV_RUN_ONCE);
-    }
-    t.join();
+    test_support::runLoopWithClient(&loop_, wake_, client);
   }
 
   // Drives the loop until `done` holds or `limit` passes (a safety net, not a sleep).
   bool runUntil(const std::function<bool()>& done, std::chrono::milliseconds limit = 5000ms) {
-    bool expired = false;
-    auto* guard = new uv_timer_t;
-    uv_timer_init(&loop_, guard);
-    guard->data = &expired;
-    uv_timer_start(
-        guard, [](uv_timer_t* t) { *static_cast<bool*>(t->data) = true; },
-        static_cast<std::uint64_t>(limit.count()), 0);
-    while (!done() && !expired) {
-      uv_run(&loop_, UV_RUN_ONCE);
-    }
-    uv_close(reinterpret_cast<uv_handle_t*>(guard),
-             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
-    return done();
+    return test_support::runLoopUntil(&loop_, done, limit);
   }
 
   uv_loop_t loop_{};

@@ -21,6 +21,7 @@
 #include "certs/ca.h"
 #include "certs/leaf_cache.h"
 #include "proxy/tls/tls_context.h"
+#include "tests/support/temp_dir.h"
 
 namespace sluice::proxy::tls {
 namespace {
@@ -30,27 +31,7 @@ using namespace std::string_view_literals;
 
 // ---- fixtures --------------------------------------------------------------------------------
 
-class TempDir {
- public:
-  TempDir() {
-    char name[] = "/tmp/sluice-tls-test-XXXXXX";
-    if (::mkdtemp(name) == nullptr) {
-      ADD_FAILURE() << "mkdtemp failed";
-    }
-    path_ = name;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
-};
+using test_support::TempDir;
 
 certs::CertificateAuthority createOrDie(const std::string& dir) {
   auto made = certs::CertificateAuthority::create(dir, "tls test CA");

@@ -104,6 +104,12 @@ def in_netns(netns, fn):
     return out["value"]
 
 
+def has_phrase(rule, phrase):
+    """Whether an nft rule contains the phrase not followed by another digit: the port or
+    address it names is the whole one ("redirect to :53" is not in "redirect to :53687")."""
+    return re.search(re.escape(phrase) + r"(?![0-9])", rule) is not None
+
+
 def netns_names():
     return {line.split()[0] for line in sh("ip", "netns", "list").stdout.splitlines() if line}
 
@@ -375,6 +381,10 @@ class Sandbox:
         return [re.sub(r" counter packets \d+ bytes \d+", "", line.strip())
                 for line in r.stdout.splitlines() if line.strip()]
 
+    def redirects_to(self, port):
+        """The rules that redirect to exactly this port (not to 53687 when asked for 53)."""
+        return [line for line in self.ruleset() or [] if has_phrase(line, "redirect to :%d" % port)]
+
     def counters(self):
         """{rule text without its counter: packets} for every rule with a counter."""
         out = {}
@@ -389,7 +399,8 @@ class Sandbox:
 
     def counter(self, *words):
         """Packets counted by the one rule whose text contains every word."""
-        hits = [(rule, n) for rule, n in self.counters().items() if all(w in rule for w in words)]
+        hits = [(rule, n) for rule, n in self.counters().items()
+                if all(has_phrase(rule, w) for w in words)]
         assert len(hits) == 1, "rules matching %s: %s" % (words, hits)
         return hits[0][1]
 

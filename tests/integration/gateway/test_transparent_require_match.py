@@ -24,7 +24,7 @@ def env(bed, sluice_binary):
 
 def test_dns_listen_on_port_53_answers_without_a_redirect(env):
     assert env.dport == 53
-    assert not [line for line in env.sandbox.ruleset() if "redirect to :53" in line]
+    assert not env.sandbox.redirects_to(53)
     assert env.query("allowed.test").addresses == [env.gw]
     assert env.query("allowed.test", tcp=True).addresses == [env.gw]
 

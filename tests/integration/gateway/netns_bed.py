@@ -158,9 +158,17 @@ class Recorder:
         self._threads = []
         self._socks = []
 
-    def _record(self, **event):
+    def _record(self, event):
+        """Records the event before the reply goes out: a client that exits on its answer
+        must find its contact recorded. A later error is added to the same event."""
         with self._lock:
-            self.events.append(event)
+            if not any(e is event for e in self.events):
+                self.events.append(event)
+
+    def _failed(self, event, exc):
+        with self._lock:
+            event["error"] = repr(exc)
+        self._record(event)
 
     def _bind(self, kind, addr, port, freebind):
         family = socket.AF_INET6 if ":" in addr else socket.AF_INET
@@ -220,6 +228,7 @@ class Recorder:
                     data += chunk
                 event["qname"] = dns_qname(data[2:])[0]
                 reply = dns_answer(data[2:], self.answer)
+                self._record(event)
                 conn.sendall(struct.pack("!H", len(reply)) + reply)
             else:
                 orig = original_dst(conn) if role == "transparent" else None
@@ -231,13 +240,15 @@ class Recorder:
                         break
                     line += chunk
                 event["tag"] = line.decode(errors="replace").strip()
+                self._record(event)
                 if role == "transparent":
                     conn.sendall(("ORIG %s %d\n" % orig if orig else "ORIG none\n").encode())
                 else:
                     conn.sendall(b"SINK\n")
         except OSError as exc:
-            event["error"] = repr(exc)
-        self._record(**event)
+            self._failed(event, exc)
+            return
+        self._record(event)
 
     def _serve_udp(self, sock, role):
         while not self._stop.is_set():
@@ -252,13 +263,16 @@ class Recorder:
             try:
                 if role == "dns":
                     event["qname"] = dns_qname(msg)[0]
+                    self._record(event)
                     sock.sendto(dns_answer(msg, self.answer), peer)
                 else:
                     event["tag"] = msg.decode(errors="replace")
+                    self._record(event)
                     sock.sendto(b"SINK", peer)
             except (OSError, struct.error) as exc:
-                event["error"] = repr(exc)
-            self._record(**event)
+                self._failed(event, exc)
+                continue
+            self._record(event)
 
     def matching(self, **fields):
         with self._lock:

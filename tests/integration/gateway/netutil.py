@@ -42,16 +42,26 @@ def _bindable(addr, port, kind):
         s.close()
 
 
+# Every port free_port has handed out in this process. A port is free when picked but nobody
+# holds it until sluice binds it, and the kernel draws from ~28,000 of them: two picks for one
+# config (a sandbox's listen and another's, or the admin's) would collide about once in 14,000,
+# and two sandboxes on one address is a config error, not a retry. Never handing one out twice
+# makes that impossible; a suite run takes a few hundred.
+_handed_out = set()
+
+
 def free_port(addresses=("127.0.0.1",), kind=socket.SOCK_STREAM, avoid=()):
-    """A port number that can be bound on every one of `addresses` right now."""
+    """A port number that can be bound on every one of `addresses` right now, and that no
+    earlier call in this process returned."""
     for _ in range(200):
         s = socket.socket(socket.AF_INET, kind)
         s.bind((addresses[0], 0))
         port = s.getsockname()[1]
         s.close()
-        if port in avoid:
+        if port in avoid or port in _handed_out:
             continue
         if all(_bindable(a, port, kind) for a in addresses):
+            _handed_out.add(port)
             return port
     raise RuntimeError("no free port on %s" % (addresses,))
 

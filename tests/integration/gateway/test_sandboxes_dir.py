@@ -145,7 +145,7 @@ def test_configmap_style_updates_are_seen(start_sluice, bed):
 
     def configmap(version, files):
         """Write version `version` of the volume (files: {name: text}) the kubelet's way."""
-        d = dir_of_workdir[0]
+        d = dir_of_workdir[-1]  # of the last start attempt
         stamp = "..2026_11_30_v%d" % version
         os.makedirs(os.path.join(d, stamp))
         for name, text in files.items():

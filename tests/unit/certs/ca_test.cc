@@ -3,8 +3,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +25,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
+using test_support::readFile;
 using test_support::TempDir;
 
 struct BioFree {
@@ -60,16 +59,8 @@ unsigned modeOf(const std::string& path) {
   return st.st_mode & 07777;
 }
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 void writeFile(const std::string& path, const std::string& content, mode_t mode) {
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << content;
-  }
+  test_support::writeFile(path, content);
   ASSERT_EQ(::chmod(path.c_str(), mode), 0) << path;
 }
 

@@ -1,7 +1,5 @@
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,7 +22,9 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
 
+using test_support::readFile;
 using test_support::TempDir;
+using test_support::writeFile;
 
 struct FileClose {
   void operator()(std::FILE* f) const { std::fclose(f); }
@@ -39,15 +39,6 @@ std::string contents(std::FILE* f) {
     text.append(buf, n);
   }
   return text;
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void writeFile(const std::string& path, const std::string& content) {
-  std::ofstream(path, std::ios::binary) << content;
 }
 
 bool exists(const std::string& path) {

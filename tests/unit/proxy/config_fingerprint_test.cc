@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "proxy/config_files.h"
@@ -31,9 +30,7 @@ class ConfigFingerprintTest : public ::testing::Test {
       "  p:\n"
       "    rules: [{name: r, hosts: [pypi.org]}]\n";
 
-  void write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name, std::ios::binary | std::ios::trunc) << text;
-  }
+  void write(const std::string& name, const std::string& text) { temp_.write(name, text); }
   // A sandbox file the loader accepts (`extra`: one more key, a change of it).
   void sandbox(const std::string& file, const std::string& name, const std::string& extra = "") {
     write("sandboxes.d/" + file,

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "proxy/config_watch.h"
@@ -47,9 +46,7 @@ class ConfigWatchTest : public ::testing::Test {
     EXPECT_EQ(uv_loop_close(&loop_), 0);
   }
 
-  void write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name, std::ios::binary | std::ios::trunc) << text;
-  }
+  void write(const std::string& name, const std::string& text) { temp_.write(name, text); }
 
   // Runs the loop for longer than the watch settles, then says how many changes it reported.
   int settle() {

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <openssl/x509.h>
@@ -191,8 +190,7 @@ TEST_F(GenerationTest, ARemovedSandboxIsGoneAndItsOwnSinkClosesWhenUnused) {
 }
 
 TEST_F(GenerationTest, ACaThatCannotBeMadeFailsTheBuild) {
-  fs::path blocked = dir_ / "file-not-dir";
-  { std::ofstream(blocked.string()) << "x"; }
+  temp_.write("file-not-dir", "x");
   auto c = config("file-not-dir/ca", 0, false);
   auto built = buildGeneration(c, SecretValues{}, nullptr, audit_, nullptr);
   ASSERT_FALSE(built);

@@ -630,7 +630,7 @@ class DnsmasqTest : public ResolverTest {
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     // clang-format off
     const unsigned char query[] = {
-        0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // id, RD, 1 question
+        0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // id, RD, 1 query
         5, 'p', 'r', 'o', 'b', 'e', 4, 't', 'e', 's', 't', 0, 0, 1, 0, 1};        // probe.test A IN
     // clang-format on
     ::sendto(fd, query, sizeof(query), 0, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));

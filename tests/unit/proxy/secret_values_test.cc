@@ -5,10 +5,10 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "proxy/secret_values.h"
+#include "tests/support/temp_dir.h"
 
 namespace sluice::proxy {
 namespace {
@@ -27,12 +27,6 @@ policy::Config configWith(policy::Secret::Source source, const std::string& wher
   return config;
 }
 
-std::string writeFile(const std::string& name, const std::string& content) {
-  std::string path = (std::filesystem::temp_directory_path() / name).string();
-  std::ofstream(path, std::ios::binary) << content;
-  return path;
-}
-
 TEST(SecretValues, FromTheEnvironment) {
   ::setenv("SLUICE_UNIT_SECRET", "s3cr3t-value", 1);
   auto loaded = SecretValues::load(configWith(policy::Secret::Source::Env, "SLUICE_UNIT_SECRET"));
@@ -43,12 +37,12 @@ TEST(SecretValues, FromTheEnvironment) {
 }
 
 TEST(SecretValues, FromAFileWithoutItsFinalLineBreak) {
+  test_support::TempDir tmp;
   for (const char* ending : {"\n", "\r\n", ""}) {
-    std::string path = writeFile("sluice-unit-secret", std::string("tok-123") + ending);
+    std::string path = tmp.write("secret", std::string("tok-123") + ending);
     auto loaded = SecretValues::load(configWith(policy::Secret::Source::File, path));
     ASSERT_TRUE(loaded) << loaded.error();
     EXPECT_EQ(loaded.value().value("api"), "tok-123");
-    std::filesystem::remove(path);
   }
 }
 
@@ -71,6 +65,7 @@ TEST(SecretValues, EveryUnusableSecretIsAnErrorNamingIt) {
       {"holds its placeholder", policy::Secret::Source::Env, "x-sk-sluice-api-0001",
        "own placeholder"},
   };
+  test_support::TempDir tmp;
   for (const Bad& c : cases) {
     std::string where;
     if (c.source == policy::Secret::Source::Env) {
@@ -81,10 +76,10 @@ TEST(SecretValues, EveryUnusableSecretIsAnErrorNamingIt) {
         ::unsetenv(where.c_str());
       }
     } else {
-      where = (std::filesystem::temp_directory_path() / "sluice-unit-secret-bad").string();
+      where = tmp.file("secret");
       std::filesystem::remove(where);
       if (c.content != nullptr) {
-        writeFile("sluice-unit-secret-bad", c.content);
+        tmp.write("secret", c.content);
       }
     }
     auto loaded = SecretValues::load(configWith(c.source, where));

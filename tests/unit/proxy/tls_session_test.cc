@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -649,12 +648,12 @@ TEST(TlsContext, UpstreamCaFileMustExistAndHoldACertificate) {
   ASSERT_FALSE(directory);
   EXPECT_THAT(directory.error(), HasSubstr("not a regular file"));
 
-  std::ofstream(dir.file("empty.pem")) << "";
+  dir.write("empty.pem", "");
   auto empty = makeUpstreamContext(dir.file("empty.pem"));
   ASSERT_FALSE(empty);
   EXPECT_THAT(empty.error(), HasSubstr("empty.pem"));
 
-  std::ofstream(dir.file("text.pem")) << "not a certificate\n";
+  dir.write("text.pem", "not a certificate\n");
   auto text = makeUpstreamContext(dir.file("text.pem"));
   ASSERT_FALSE(text);
   EXPECT_THAT(text.error(), HasSubstr("text.pem"));

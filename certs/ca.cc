@@ -275,7 +275,7 @@ Result<Ok, std::string> checkKeyType(const std::string& path, EVP_PKEY* key) {
              "; a CA key must be EC P-256 or P-384, or RSA of 2048 bits or more"};
 }
 
-// Opens the key, refuses it if group or others have any access (BYPASSES L8: whoever can read
+// Opens the key, refuses it if group or others have any access (whoever can read
 // it can mint certificates every sandbox of this CA trusts), then parses it. The mode is checked
 // on the open descriptor, so a file swapped after the check is not the one read.
 Result<EvpPkeyPtr, std::string> readKey(const std::string& path) {

@@ -1,7 +1,8 @@
 #pragma once
 // A sandbox's certificate authority: the key sluice signs minted leaves with, and the
-// certificate the sandbox trusts. One CA per sandbox, never shared (BYPASSES L8), kept in a
-// directory as ca.pem and ca.key (EC P-256, key mode 0600).
+// certificate the sandbox trusts. One CA per sandbox, never shared
+// (docs/threat-model.md#identity-and-the-sandbox-ca), kept in a directory as ca.pem and ca.key
+// (EC P-256, key mode 0600).
 //
 // Owns its OpenSSL objects; move-only. Knows nothing of connections.
 

@@ -2,14 +2,14 @@
 // The certificates sluice shows a sandbox: one leaf per host, minted by the sandbox's CA on
 // first use and kept in a bounded LRU cache.
 //
-// Cost model (BYPASSES R6): the sandbox has ONE leaf key (EC P-256), generated when the cache
-// is built and shared by every leaf, so a new host costs one signature, never a key
-// generation. Minting happens only for a host the caller has already allowed (the policy
-// decision comes first; this class makes no decision and knows no connection).
+// Cost model (docs/threat-model.md#resource-exhaustion): the sandbox has ONE leaf key (EC P-256),
+// generated when the cache is built and shared by every leaf, so a new host costs one signature,
+// never a key generation. Minting happens only for a host the caller has already allowed (the
+// policy decision comes first; this class makes no decision and knows no connection).
 //
-// Leaves are short-lived (BYPASSES L8): valid from an hour ago (tolerating a sandbox clock a
-// little behind) for 24 hours, clamped to the CA's own validity, and re-minted when less than
-// an hour remains.
+// Leaves are short-lived (docs/wire.md#tls-toward-the-sandbox): valid from an hour ago (tolerating
+// a sandbox clock a little behind) for 24 hours, clamped to the CA's own validity, and re-minted
+// when less than an hour remains.
 //
 // Thread-safety: every member function may be called from any thread at once. A leaf, once
 // returned, is immutable and may be used by any number of threads (SSL_use_certificate only

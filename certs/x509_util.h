@@ -30,7 +30,8 @@ enum class HostKind : std::uint8_t {
 // Classifies `host` if it is in the canonical form policy/host_name produces, and refuses
 // everything else (nullopt). Defence in depth: callers have already canonicalised, so a
 // refusal here means a bug upstream, and the text never reaches a SAN, an SNI or a verifier
-// (BYPASSES L2, L7: NUL, '*', spaces, upper case, trailing dots are all refused).
+// (docs/threat-model.md#tls-parser-disagreement: NUL, '*', spaces, upper case, trailing dots are
+// all refused).
 //   DnsName: lower-case LDH labels of 1-63 characters, no hyphen at either end of a label,
 //            at most 253 characters, no trailing dot, and a last label that is not all digits
 //            (such a name would be read as an IPv4 address by some library).

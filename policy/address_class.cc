@@ -27,9 +27,9 @@ constexpr V4Range v4Row(unsigned a, unsigned b, unsigned c, unsigned d, int leng
 
 // The IANA IPv4 Special-Purpose Address Registry, multicast and 240/4, reduced to what a
 // sandbox may dial: only globally reachable unicast is Global. Blocks the registry marks partly
-// global (192.0.0.9/32 and 192.0.0.10/32 inside 192.0.0.0/24) are refused whole, as SPEC §4.3
-// lists 192.0.0/24; an operator opens them with `ips`. First match wins, so a block comes before
-// any block that contains it (checked below).
+// global (192.0.0.9/32 and 192.0.0.10/32 inside 192.0.0.0/24) are refused whole, as
+// docs/policy.md#addresses lists 192.0.0/24; an operator opens them with `ips`. First match wins,
+// so a block comes before any block that contains it (checked below).
 constexpr std::array kV4Ranges{
     v4Row(0, 0, 0, 0, 8, AddressClass::Unspecified),  // "this network"; Linux dials 0.0.0.0 locally
     v4Row(10, 0, 0, 0, 8, AddressClass::Private),

@@ -1,8 +1,8 @@
 #pragma once
 // Which addresses sluice refuses to dial unless an operator opens them with a rule's `ips`
-// (SPEC §4.3). The table follows the IANA special-purpose registries: only globally reachable
-// unicast is `Global`. IPv6 outside 2000::/3 is not global unicast and is refused as a whole.
-// IPv4 embedded in IPv6 (mapped ::ffff:0:0/96, compatible ::/96, NAT64 64:ff9b::/96, 6to4
+// (docs/policy.md#addresses). The table follows the IANA special-purpose registries: only globally
+// reachable unicast is `Global`. IPv6 outside 2000::/3 is not global unicast and is refused as a
+// whole. IPv4 embedded in IPv6 (mapped ::ffff:0:0/96, compatible ::/96, NAT64 64:ff9b::/96, 6to4
 // 2002::/16) is classified by the IPv4 address it carries; Teredo and local-use NAT64
 // (64:ff9b:1::/48, whose embedding the operator chooses) are refused outright.
 

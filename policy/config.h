@@ -1,7 +1,7 @@
 #pragma once
-// The typed, validated, immutable configuration (SPEC §3). Built only by loadConfig(); shared as
-// std::shared_ptr<const Config>; a reload builds a new one and swaps the pointer, so a request
-// keeps the snapshot it started with. Nothing here changes after loading.
+// The typed, validated, immutable configuration (docs/configuration.md). Built only by
+// loadConfig(); shared as std::shared_ptr<const Config>; a reload builds a new one and swaps the
+// pointer, so a request keeps the snapshot it started with. Nothing here changes after loading.
 
 #include <chrono>
 #include <cstdint>
@@ -65,7 +65,7 @@ struct SandboxLimits {
   std::optional<std::uint64_t> requests_per_second;  // 1..10^9; refill rate of the bucket
   std::optional<std::uint64_t> request_burst;        // bucket size: requests at once after idle
   // Queries to the sandbox's resolver (dns_listen), a second's worth at once; beyond: REFUSED
-  // (BYPASSES D8: a resolver that answers without limit is a channel, even one that never
+  // (a resolver that answers without limit is a channel, even one that never
   // forwards, and a flood of it would keep worker 0 from its connections).
   std::optional<std::uint64_t> dns_queries_per_second;
 

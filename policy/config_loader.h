@@ -1,5 +1,5 @@
 #pragma once
-// Loads SPEC §3 YAML into a Config. The only place yaml-cpp is used.
+// Loads the YAML of docs/configuration.md into a Config. The only place yaml-cpp is used.
 //
 // Every problem is reported, not only the first, as FILE:LINE:COL: key.path: message (1-based).
 // yaml-cpp 0.7 silently accepts things that would quietly change an allowlist, so the loader

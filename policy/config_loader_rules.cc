@@ -1,4 +1,5 @@
-// Policies, their rules, and secrets (SPEC §3). Part of loadConfig(); see config_loader_parts.h.
+// Policies, their rules, and secrets (docs/configuration.md). Part of loadConfig(); see
+// config_loader_parts.h.
 //
 // A rule allows; nothing denies. So every key a rule can carry only ever narrows it, and the
 // one way to widen a rule by mistake is a value that means less than it says: an empty list
@@ -45,8 +46,8 @@ bool isEnvName(std::string_view name) {
   return true;
 }
 
-// Headers sluice writes or removes itself when it forwards a request (SPEC §5.6): injecting
-// one would be dropped, or would change where or how the request goes.
+// Headers sluice writes or removes itself when it forwards a request (docs/wire.md#framing):
+// injecting one would be dropped, or would change where or how the request goes.
 bool isReservedHeader(std::string_view lower) {
   constexpr std::array<std::string_view, 8> kReserved = {
       "host",    "content-length", "transfer-encoding", "connection", "keep-alive", "te",

@@ -1,6 +1,6 @@
-// Sandboxes and the endpoints sluice listens on (SPEC §3). Part of loadConfig(); see
-// config_loader_parts.h. An entry of `sandboxes` and the root of a sandboxes_dir file are read
-// by the same function, so the two can never accept different keys.
+// Sandboxes and the endpoints sluice listens on (docs/configuration.md#sandboxes). Part of
+// loadConfig(); see config_loader_parts.h. An entry of `sandboxes` and the root of a sandboxes_dir
+// file are read by the same function, so the two can never accept different keys.
 
 #include <algorithm>
 #include <limits>

@@ -1,7 +1,8 @@
 #pragma once
-// The text of the configuration's scalar values, parsed strictly (SPEC §3). No YAML here: the
-// loader hands over the scalar's text and reports the returned message at the value's
-// position, after the key path. Every message names the offending text in single quotes.
+// The text of the configuration's scalar values, parsed strictly
+// (docs/configuration.md#strict-yaml). No YAML here: the loader hands over the scalar's text and
+// reports the returned message at the value's position, after the key path. Every message names the
+// offending text in single quotes.
 //
 // Why our own parsers: yaml-cpp 0.7 reads `0443` as octal 291 and `0x1bb` as 443, and
 // std::stoul accepts "+443", " 443" and "443abc". A port written in a policy must mean what

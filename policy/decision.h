@@ -62,8 +62,8 @@ struct Decision {
   bool forwards() const { return verdict != Verdict::Deny; }
 };
 
-// The checks, in this order; the first that fails decides (SPEC §1):
-//   1. H canonicalises (§4.1)                                              else bad_host
+// The checks, in this order; the first that fails decides (docs/policy.md#the-decision):
+//   1. H canonicalises (docs/policy.md#names)                              else bad_host
 //   2. TLS: the ClientHello has an SNI (sni_missing), equal to H (sni_mismatch)
 //   3. Request: the target is a valid origin-form target (bad_request); exactly one Host
 //      (host_missing, host_duplicate); Host, and an absolute-form authority, equal H with a port
@@ -76,14 +76,15 @@ struct Decision {
 //      (only these) into Verdict::Report and goes on.
 //   5. Addresses, once resolved: an address may be dialled if it is not one of sluice's own
 //      listen endpoints and, when the rule has `ips`, lies inside them, else is globally
-//      reachable (§4.3). None left: ip_denied, in every mode.
+//      reachable (docs/policy.md#addresses). None left: ip_denied, in every mode.
 Decision decide(const Sandbox& sandbox, const RequestFacts& facts);
 
-// The sandbox's resolver (SPEC §5.3): whether a name may get an answer at all. True when some
-// rule's hosts match the name (whatever its ports, schemes, methods or paths: those are checked
-// when the connection comes), or for any valid name in a report-mode sandbox (whose traffic
-// must reach sluice to be recorded). Never for IP literals. The answer is always sluice's own
-// address, so a true here lets nothing out: it only lets the connection come to sluice.
+// The sandbox's resolver (docs/wire.md#the-sandboxs-resolver): whether a name may get an answer at
+// all. True when some rule's hosts match the name (whatever its ports, schemes, methods or paths:
+// those are checked when the connection comes), or for any valid name in a report-mode sandbox
+// (whose traffic must reach sluice to be recorded). Never for IP literals. The answer is always
+// sluice's own address, so a true here lets nothing out: it only lets the connection come to
+// sluice.
 bool mayResolve(const Sandbox& sandbox, const CanonicalHost& name);
 
 }  // namespace sluice::policy

@@ -1,6 +1,6 @@
 #pragma once
-// Host names as sluice compares them (SPEC §4.1). One function canonicalises every name that
-// reaches a decision: the CONNECT authority, the SNI, the Host header, the absolute-URI
+// Host names as sluice compares them (docs/policy.md#names). One function canonicalises every name
+// that reaches a decision: the CONNECT authority, the SNI, the Host header, the absolute-URI
 // authority, and the names written in a policy. Two code paths that normalise differently are
 // how smokescreen's trailing-dot/letter-case bypass happened (CVE-2022-24825).
 //

@@ -8,9 +8,9 @@ namespace sluice::policy {
 namespace {
 
 // Suffixes under which anyone can register or rent a name. A wildcard over one of them allows
-// every tenant's hosts, so the loader refuses it (BYPASSES P3). ICANN second-level suffixes in
-// common use, then multi-tenant hosting from the Public Suffix List's private section. Only
-// consulted while a config loads, so a linear search is fine.
+// every tenant's hosts, so the loader refuses it (docs/policy.md#host-patterns). ICANN second-level
+// suffixes in common use, then multi-tenant hosting from the Public Suffix List's private section.
+// Only consulted while a config loads, so a linear search is fine.
 constexpr std::string_view kPublicSuffixes[] = {
     "ac.jp",           "ac.uk",
     "amazonaws.com",   "appspot.com",

@@ -1,7 +1,7 @@
 #pragma once
-// The entries of a rule's `hosts` (SPEC §4.2): "example.com" matches only itself;
-// "*.example.com" matches one or more labels under example.com, never example.com itself; an
-// IP literal matches only that address. Matching is on canonical hosts, label-wise, never by
+// The entries of a rule's `hosts` (docs/policy.md#host-patterns): "example.com" matches only
+// itself; "*.example.com" matches one or more labels under example.com, never example.com itself;
+// an IP literal matches only that address. Matching is on canonical hosts, label-wise, never by
 // string suffix ("evilexample.com" is not under "example.com").
 
 #include <cstdint>

@@ -140,8 +140,8 @@ bool hasHostBits(const std::array<std::uint8_t, 16>& a, int bits) {
   return false;
 }
 
-// A port as SPEC/BYPASSES I10 allow it: 1-5 ASCII digits, no leading zero, 1..65535. "0443",
-// "+443", "0x1bb" and "65979" (which glibc truncates to 443) are all refused.
+// A port as docs/policy.md#schemes-and-ports allows it: 1-5 ASCII digits, no leading zero,
+// 1..65535. "0443", "+443", "0x1bb" and "65979" (which glibc truncates to 443) are all refused.
 std::optional<std::uint16_t> parsePort(std::string_view text) {
   std::size_t pos = 0;
   const auto value = parseDecimal(text, &pos, 5);

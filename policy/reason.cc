@@ -6,9 +6,9 @@ namespace sluice::policy {
 
 namespace {
 
-// The one table. Statuses follow SPEC §5.4: denials are 403 (over TLS when inside the tunnel),
-// framing errors 400, an oversized head 431, upstream failures 502/504. A sandbox over its own
-// limits gets 429 (request rate) or 503 (connections): "try again later", not "never". A status
+// The one table. Statuses follow docs/wire.md#denials: denials are 403 (over TLS when inside the
+// tunnel), framing errors 400, an oversized head 431, upstream failures 502/504. A sandbox over its
+// own limits gets 429 (request rate) or 503 (connections): "try again later", not "never". A status
 // of 0 means the connection is closed (with a TLS alert where one can be sent) because no HTTP
 // answer can be framed: not_tls has no HTTP to answer, sni_missing no certificate to answer over.
 constexpr std::array<ReasonInfo, kReasonCount> kReasons = {{

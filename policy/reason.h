@@ -1,7 +1,7 @@
 #pragma once
-// One vocabulary for why (SPEC §5.4). Every denial sluice makes carries one of these; a single
-// table maps each to the `Sluice-Reason` token, the HTTP status sent (when one can be), and the
-// RFC 9209 `Proxy-Status` error type. The tokens are stable: audit pipelines match on them.
+// One vocabulary for why (docs/wire.md#denials). Every denial sluice makes carries one of these; a
+// single table maps each to the `Sluice-Reason` token, the HTTP status sent (when one can be), and
+// the RFC 9209 `Proxy-Status` error type. The tokens are stable: audit pipelines match on them.
 
 #include <cstdint>
 #include <optional>
@@ -51,9 +51,9 @@ const ReasonInfo& reasonInfo(Reason r);
 inline std::string_view toString(Reason r) { return reasonInfo(r).token; }
 std::optional<Reason> reasonFromToken(std::string_view token);
 
-// Reasons a report-mode sandbox records and forwards anyway: the rule-matching ones (SPEC §1
-// point 4). Everything else is a broken invariant (a bad or mismatched name, an address sluice
-// will not dial) and is denied in every mode.
+// Reasons a report-mode sandbox records and forwards anyway: the rule-matching ones (point 4
+// of docs/wire.md#the-invariant). Everything else is a broken invariant (a bad or mismatched name,
+// an address sluice will not dial) and is denied in every mode.
 bool isPolicyReason(Reason r);
 
 }  // namespace sluice::policy

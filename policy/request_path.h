@@ -1,6 +1,6 @@
 #pragma once
-// Request targets and the `paths` prefixes of a rule (SPEC §3). Paths are compared as the
-// origin will see them, and a path that origins could read in more than one way cannot match a
+// Request targets and the `paths` prefixes of a rule (docs/policy.md#paths). Paths are compared as
+// the origin will see them, and a path that origins could read in more than one way cannot match a
 // prefix: "/simple/../admin", "/simple/%2e%2e/admin", "/simple/..%2fadmin", "/simple/..;/admin"
 // and "/simple//x" are refused by a rule that lists paths, since one server removes the dot
 // segment, another decodes %2F first, a third merges slashes or drops ";params".

@@ -1,8 +1,8 @@
 #pragma once
-// Credential brokering's check (SPEC §5.5): a request that carries a secret's placeholder to a
-// host whose rule does not inject that secret is denied (`secret_misuse`). Pure: the session
-// hands in the texts it forwards (each header value, the request target) and the rule that
-// allowed the request.
+// Credential brokering's check (docs/wire.md#credential-brokering): a request that carries a
+// secret's placeholder to a host whose rule does not inject that secret is denied
+// (`secret_misuse`). Pure: the session hands in the texts it forwards (each header value, the
+// request target) and the rule that allowed the request.
 
 #include <span>
 #include <string_view>

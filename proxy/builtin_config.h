@@ -1,6 +1,7 @@
 #pragma once
-// The built-in default configuration of `sluice run` without -c (SPEC §3.6): the text of
-// examples/package-mirrors.yaml, compiled in.
+// The built-in default configuration of `sluice run` without -c
+// (docs/configuration.md#the-built-in-default): the text of examples/package-mirrors.yaml, compiled
+// in.
 
 #include <string_view>
 

@@ -13,8 +13,8 @@
 
 namespace sluice::proxy {
 
-// $XDG_STATE_HOME/sluice, else $HOME/.local/state/sluice (SPEC §3.6); "./sluice-state" if
-// neither variable is set.
+// $XDG_STATE_HOME/sluice, else $HOME/.local/state/sluice (docs/configuration.md#sandboxes);
+// "./sluice-state" if neither variable is set.
 std::string defaultCaBase();
 
 // The YAML files of a sandboxes directory (sandboxFileNames() that are regular files), in name

@@ -1,9 +1,9 @@
 #pragma once
 // Notices when the configuration on disk changed: the config file, or a file of sandboxes_dir
-// appearing, changing or going away (SPEC §3; an orchestrator adds a sandbox by dropping a
-// file). inotify on the two directories, not on the files: editors and Kubernetes ConfigMaps
-// replace a file by renaming another over it (a ConfigMap swaps its `..data` symlink), which a
-// watch on the old file would never report.
+// appearing, changing or going away (docs/cli.md#reloads; an orchestrator adds a sandbox by
+// dropping a file). inotify on the two directories, not on the files: editors and Kubernetes
+// ConfigMaps replace a file by renaming another over it (a ConfigMap swaps its `..data` symlink),
+// which a watch on the old file would never report.
 //
 // Only completed changes are asked for (a file closed after writing, created, removed, renamed,
 // its attributes changed), never every write: an audit log in the same directory is appended

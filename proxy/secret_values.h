@@ -1,5 +1,5 @@
 #pragma once
-// The values of the config's secrets (SPEC §3 `secrets`, §5.5), read by sluice at start from
+// The values of the config's secrets (docs/configuration.md#secrets), read by sluice at start from
 // an environment variable or a file; the sandbox only ever holds the placeholders. A secret
 // that is missing, empty, or not sendable as a header value is an error naming the secret and
 // where it was looked for, never an empty header.

@@ -22,7 +22,7 @@ namespace sluice::proxy {
 namespace {
 
 // Memory that idle connections give back must leave the process, or RSS stays at the peak of
-// the busiest second (BYPASSES-style floods included). Two glibc knobs:
+// the busiest second (floods included). Two glibc knobs:
 // - allocations from this size up get their own mapping, returned at free(): the TLS record
 //   buffers (about 17 KiB each, two per TLS connection, taken at the handshake and given back
 //   when the connection idles) otherwise leave 17 KiB holes between the objects of

@@ -1,6 +1,6 @@
 #pragma once
 // `sluice run`: builds the gateway state, binds every listener, runs one Worker per core, and
-// on the main thread handles signals (SPEC §2), reloads and the admin endpoint:
+// on the main thread handles signals (docs/cli.md#signals), reloads and the admin endpoint:
 // - SIGHUP, or a change of the config file or of sandboxes_dir: reload. Everything is read,
 //   validated and built first (config, secrets, CAs of new sandboxes, audit files, new
 //   listening sockets, a moved admin address); any failure keeps the running configuration,

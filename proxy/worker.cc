@@ -25,9 +25,9 @@ constexpr std::uint32_t kSandboxAnswerTtl = 60;
 constexpr std::uint16_t kTypeA = 1;
 constexpr std::uint16_t kTypeAaaa = 28;
 
-// The sandbox's resolver (SPEC §5.3): allowed names get the sandbox-facing gateway address of
-// the asked family (dns_listen's, else the transparent listener's), other types of allowed
-// names an empty answer, every other name NXDOMAIN. Nothing is ever forwarded.
+// The sandbox's resolver (docs/wire.md#the-sandboxs-resolver): allowed names get the sandbox-facing
+// gateway address of the asked family (dns_listen's, else the transparent listener's), other types
+// of allowed names an empty answer, every other name NXDOMAIN. Nothing is ever forwarded.
 dns::SandboxAnswer answerFor(const policy::Sandbox& sandbox, std::string_view qname,
                              std::uint16_t qtype) {
   dns::SandboxAnswer answer;  // NXDOMAIN
@@ -62,8 +62,8 @@ std::string resolverKey(const policy::Sandbox& sandbox) {
   return sandbox.name + " " + sandbox.dns_listen->toString();
 }
 
-// Keeps `object` until its close callback, then lets it go (STYLE: a handle's memory outlives
-// its uv_close).
+// Keeps `object` until its close callback, then lets it go (a handle's memory outlives its
+// uv_close).
 template <typename T>
 void closeLater(std::map<void*, std::shared_ptr<void>>& closing, std::unique_ptr<T> object) {
   T* raw = object.get();

@@ -1,4 +1,4 @@
-# Fails when a module includes what its layer must not (STYLE.md, ARCHITECTURE.md):
+# Fails when a module includes what its layer must not (ARCHITECTURE.md):
 #   policy/  pure: no event loop, resolver, HTTP parser, TLS, logging, sockets or streams to
 #            files, and nothing of certs/ or proxy/
 #   certs/   OpenSSL only: no event loop, resolver, HTTP parser, and nothing of policy/ or proxy/

@@ -142,7 +142,7 @@ class AdminServer::Connection final : public io::TcpStream::Handler, http::Reque
 
   void answer(const http::RequestHead& head) {
     Answer a;
-    // A handler that throws must not unwind through libuv (STYLE practice 6).
+    // A handler that throws must not unwind through libuv: no exception crosses a C library.
     try {
       a = route(head, server_.handlers_);
     } catch (...) {

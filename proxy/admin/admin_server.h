@@ -1,5 +1,5 @@
 #pragma once
-// The admin endpoint (SPEC §3 `admin.listen`, §7): plain HTTP/1.1 on the main thread's loop.
+// The admin endpoint (`admin.listen`, docs/metrics.md): plain HTTP/1.1 on the main thread's loop.
 //
 //   GET|HEAD /metrics   200, Prometheus text (handlers.metrics()); a query string is ignored
 //   GET|HEAD /healthz   200 "ok\n" while handlers.healthy(), else 503 "draining\n"

@@ -1,5 +1,5 @@
 #pragma once
-// The gateway's counters (SPEC §7) and their Prometheus text rendering.
+// The gateway's counters (docs/metrics.md) and their Prometheus text rendering.
 //
 // Worker threads update them on the request path: every update is one or two relaxed atomic
 // adds, with no lock and no allocation. The admin endpoint reads them on the main thread when
@@ -62,7 +62,7 @@ class Histogram {
   std::atomic<std::uint64_t> sum_micros_{0};
 };
 
-// The decisions of SPEC §6 ("allow", "deny", "report"), as counter indices.
+// The audit record's decisions (docs/audit.md): "allow", "deny", "report", as counter indices.
 inline constexpr std::array<std::string_view, 3> kDecisions = {"allow", "deny", "report"};
 
 // What the sandbox's own resolver (dns_listen) answered: a name its policy allows, NXDOMAIN,

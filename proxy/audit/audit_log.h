@@ -7,7 +7,8 @@
 // out together; each worker also flushes after every round of I/O callbacks.
 //
 // Every line ends with "chain": the hex SHA-256 of the previous line's chain (64 hex digits;
-// 64 "0"s for a file's first record) followed by this line's bytes up to `,"chain"` (SPEC §6).
+// 64 "0"s for a file's first record) followed by this line's bytes up to `,"chain"`
+// (docs/audit.md#the-chain).
 // A file that already holds records continues its chain from its last complete line.
 //
 // One AuditSink per distinct path ("-" is stdout); sandboxes with the same path share it.

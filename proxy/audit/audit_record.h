@@ -1,6 +1,6 @@
 #pragma once
-// One audit record (SPEC §6): one per HTTP request, allowed or not, and one per connection that
-// ended denied before any request. Field names are constants here and nowhere else, so tests
+// One audit record (docs/audit.md): one per HTTP request, allowed or not, and one per connection
+// that ended denied before any request. Field names are constants here and nowhere else, so tests
 // and log pipelines can rely on them.
 
 #include <array>

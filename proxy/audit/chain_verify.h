@@ -1,5 +1,5 @@
 #pragma once
-// Checking an audit log's hash chain (SPEC §6): each line ends with
+// Checking an audit log's hash chain (docs/audit.md#the-chain): each line ends with
 // `,"chain":"<64 hex>"}`, the sha256 of the previous line's chain value (64 "0"s before the
 // first line) followed by this line's bytes up to `,"chain"`. The first line that does not
 // satisfy that is where the log was edited, cut, reordered or truncated.

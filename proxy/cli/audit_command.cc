@@ -1,6 +1,6 @@
-// sluice audit verify FILE: check an audit log's hash chain (SPEC §2, §6). Prints
-// "ok N records" and exits 0, or "line N: why" for the first bad line and exits 1; 2 when the
-// file cannot be read or the arguments are wrong.
+// sluice audit verify FILE: check an audit log's hash chain (docs/cli.md#sluice-audit-verify).
+// Prints "ok N records" and exits 0, or "line N: why" for the first bad line and exits 1; 2 when
+// the file cannot be read or the arguments are wrong.
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>

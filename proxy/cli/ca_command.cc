@@ -1,4 +1,5 @@
-// sluice ca init --dir DIR (SPEC §2): writes a new sandbox CA, and never overwrites one.
+// sluice ca init --dir DIR (docs/cli.md#sluice-ca-init): writes a new sandbox CA, and never
+// overwrites one.
 
 #include <cstdio>
 #include <filesystem>

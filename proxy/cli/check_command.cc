@@ -1,5 +1,5 @@
 // sluice check -c FILE: validate; exit 0, or print every error as FILE:LINE:COL: message and
-// exit 2 (SPEC §2).
+// exit 2 (docs/cli.md#sluice-check).
 #include <cstdio>
 
 #include "proxy/cli/cli.h"

@@ -1,5 +1,5 @@
 #pragma once
-// The command line (SPEC §2). Each command is a function from its arguments to an exit code,
+// The command line (docs/cli.md). Each command is a function from its arguments to an exit code,
 // writing to the streams it is given, so tests can call it in-process as well as run the
 // binary.
 

@@ -1,8 +1,8 @@
-// sluice env -c FILE --sandbox NAME: the shell lines a sandbox needs to use sluice (SPEC §2):
-// the proxy variables (both spellings: curl reads only the lower-case http_proxy, Go and
-// Python read either), NO_PROXY for the sandbox's own loopback, and the sandbox CA's path in
-// every variable common clients read, so `eval "$(sluice env ...)"` is the whole set-up.
-// A transparent-only sandbox gets the CA lines alone: it needs no proxy.
+// sluice env -c FILE --sandbox NAME: the shell lines a sandbox needs to use sluice
+// (docs/cli.md#sluice-env): the proxy variables (both spellings: curl reads only the lower-case
+// http_proxy, Go and Python read either), NO_PROXY for the sandbox's own loopback, and the sandbox
+// CA's path in every variable common clients read, so `eval "$(sluice env ...)"` is the whole
+// set-up. A transparent-only sandbox gets the CA lines alone: it needs no proxy.
 #include <unistd.h>
 
 #include <cstdio>

@@ -1,7 +1,7 @@
 // sluice explain: the verdict sluice would give one hypothetical request, as one JSON object
-// (SPEC §2). It walks the same decision points as the gateway, in the same order: first the
-// connection (the CONNECT target, or the absolute-form URL of plain http), then the request
-// inside it, then the addresses (only those given with --ip: explain never resolves).
+// (docs/cli.md#sluice-explain). It walks the same decision points as the gateway, in the same
+// order: first the connection (the CONNECT target, or the absolute-form URL of plain http), then
+// the request inside it, then the addresses (only those given with --ip: explain never resolves).
 //
 // Exit 0 when sluice would forward it (allow, or report in a report-mode sandbox), 1 when it
 // would deny it, 2 for bad input (flags, config, sandbox name, a URL that is not absolute).

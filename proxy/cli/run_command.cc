@@ -1,4 +1,5 @@
-// sluice run [-c FILE]: the gateway (SPEC §2). Without -c, the built-in default (§3.6).
+// sluice run [-c FILE]: the gateway (docs/cli.md#sluice-run). Without -c, the built-in default
+// (docs/configuration.md#the-built-in-default).
 // Exit 2 on a bad config (errors printed as `check` prints them), 1 when it cannot start,
 // 0 after a clean shutdown. Human-facing lines go to stderr: stdout may be the audit log.
 #include <spdlog/sinks/stdout_sinks.h>

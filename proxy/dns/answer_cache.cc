@@ -50,7 +50,7 @@ void AnswerCache::makeRoom(TimePoint now) {
     return;
   }
   // Sweeping is O(n); when everything is fresh, skip it until the first entry can expire, so
-  // a cache full of live names costs O(1) per insert (a flood of distinct names, BYPASSES R6).
+  // a cache full of live names costs O(1) per insert (a flood of distinct names).
   if (now >= next_expiry_) {
     TimePoint earliest = TimePoint::max();
     for (auto it = entries_.begin(); it != entries_.end();) {

@@ -2,7 +2,7 @@
 // The sandbox resolver's wire format (RFC 1035, RFC 6891 for EDNS), sans-IO: bytes of one DNS
 // message in, a verdict and a parsed Query out; responses appended to a caller's buffer. No
 // loop, no sockets, no allocation while parsing. Every input is hostile: it comes from the
-// sandbox (SPEC §5.3, BYPASSES D8).
+// sandbox (docs/wire.md#the-sandboxs-resolver).
 //
 // What a query must look like to be answered (anything else is FormErr, NotImp or Drop):
 //   - a 12-byte header with QR=0 and OPCODE=QUERY (0);

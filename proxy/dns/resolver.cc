@@ -199,9 +199,10 @@ void Resolver::initChannel(const policy::DnsSettings& settings) {
     return;
   }
 
-  // Every input of the channel is set here (BYPASSES D6): DNS only ("b": no /etc/hosts), no
-  // search list and no HOSTALIASES, no rotation, and a resolv.conf that says nothing (we read
-  // the real one ourselves, with the strict parser), so no host file can add to this.
+  // Every input of the channel is set here (docs/threat-model.md#what-the-resolver-reads): DNS only
+  // ("b": no /etc/hosts), no search list and no HOSTALIASES, no rotation, and a resolv.conf that
+  // says nothing (we read the real one ourselves, with the strict parser), so no host file can add
+  // to this.
   char lookups[] = "b";
   char resolvconf[] = "/dev/null";
   ares_options options{};

@@ -1,10 +1,11 @@
 #pragma once
 // The gateway's own DNS: c-ares 1.18 driven by one libuv loop, with a TTL cache.
 //
-// It resolves only names the policy already allowed (SPEC §1 points 5 and 7: the caller decides
-// first), only through the configured servers, never through /etc/hosts, a search list,
-// HOSTALIASES or c-ares' built-in "localhost" answers (BYPASSES D6): every lookup is two plain
-// ares_query() calls, A and AAAA, for exactly the name given.
+// It resolves only names the policy already allowed (points 5 and 7 of docs/wire.md#the-invariant:
+// the caller decides first), only through the configured servers, never through /etc/hosts, a
+// search list, HOSTALIASES or c-ares' built-in "localhost" answers
+// (docs/threat-model.md#what-the-resolver-reads): every lookup is two plain ares_query() calls, A
+// and AAAA, for exactly the name given.
 //
 // Threading: one Resolver per loop, used only on that loop's thread. Nothing is shared.
 //
@@ -23,8 +24,8 @@
 // the worst case is per_try * servers * (2^tries - 1). With tries = 2 the resolver sets
 // per_try = timeout / (3 * servers): one server and 2 s give 667 ms, then 1333 ms.
 //
-// Joining: concurrent lookups of one name share one A and one AAAA query (BYPASSES R6); each
-// caller holds its own Lookup, and dropping it only forgets that caller.
+// Joining: concurrent lookups of one name share one A and one AAAA query (a flood of one name costs
+// one query); each caller holds its own Lookup, and dropping it only forgets that caller.
 //
 // Results: the addresses of both families, A first; a lookup succeeds if either family has an
 // address (an AAAA timeout does not spoil an A answer). With none, a Timeout/Refused/Failed of

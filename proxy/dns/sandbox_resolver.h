@@ -1,7 +1,8 @@
 #pragma once
-// The sandbox's resolver (SPEC §5.3, `dns_listen`): a DNS responder on a libuv loop that
-// answers the sandbox from the policy alone. It never forwards, never recurses and never makes
-// a query of its own (SPEC §1 point 7, BYPASSES D8): its only outside call is the Answerer.
+// The sandbox's resolver (`dns_listen`, docs/wire.md#the-sandboxs-resolver): a DNS responder on a
+// libuv loop that answers the sandbox from the policy alone. It never forwards, never recurses and
+// never makes a query of its own (point 7 of docs/wire.md#the-invariant): its only outside call is
+// the Answerer.
 //
 // What it answers (the Answerer decides the policy; this class the wire):
 //   well-formed query, class IN  -> the Answerer's verdict: Addresses (A or AAAA records),
@@ -12,7 +13,7 @@
 //   a response, or under 12 bytes -> nothing
 // Addresses are only ever answered to A (IPv4 ones) and AAAA (IPv6 ones) questions: an
 // Addresses verdict for any other type, or with no address of the asked family, is sent as
-// NoData. So TXT, NULL, ANY, HTTPS/SVCB (no ECH configs, BYPASSES L5) never carry a record.
+// NoData. So TXT, NULL, ANY, HTTPS/SVCB (no ECH configs) never carry a record.
 // Responses are authoritative (AA=1), RA=0, with an OPT record when the query had one. A UDP
 // response carries as many addresses as fit 512 bytes (or the client's EDNS size, at most
 // 1232); over TCP all of them (up to 64).

@@ -2,7 +2,7 @@
 // The bytes sluice sends: request heads upstream, response heads to the client, its own error
 // answers, and chunk framing. Re-serialise, never forward client bytes: every head is written
 // from parsed fields, with hop-by-hop fields dropped and framing written by sluice, so what the
-// next hop parses is exactly what sluice checked (BYPASSES H1-H5, T3).
+// next hop parses is exactly what sluice checked (docs/wire.md#framing).
 //
 // Every function appends to `out` (a buffer the caller reuses; nothing else is allocated).
 

@@ -1,6 +1,6 @@
 #pragma once
 // A TCP connection on a libuv loop: reading with backpressure, writing without blocking, and the
-// close-then-free contract (STYLE practice 4).
+// close-then-free contract: memory goes only after the last close callback.
 //
 // Ownership: a TcpStream embeds its uv_tcp_t, so it must outlive the handle. Its owner calls
 // close() and keeps the object until Handler::onClosed() has run; only then may it be destroyed.

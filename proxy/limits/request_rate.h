@@ -2,7 +2,7 @@
 // The request rate of one sandbox (limits.per_sandbox.requests_per_second and request_burst,
 // or the sandbox's own `limits`): a token bucket shared by every worker thread that serves the
 // sandbox. A request that finds the bucket empty is refused with 429 `rate_limited`
-// (SPEC §5.4), so one sandbox flooding the gateway cannot starve the others.
+// (docs/wire.md#limits-and-timeouts), so one sandbox flooding the gateway cannot starve the others.
 //
 // The bucket holds at most `burst` tokens and gains `per_second` a second; take() removes one.
 // It is the GCRA formulation: one atomic word holds the theoretical arrival time of the next

@@ -1,8 +1,8 @@
 #pragma once
-// sluice's own answers: the response for a denial or an upstream failure (SPEC §5.4), built
-// from the one reasons table (policy/reason.h): status line, `Sluice-Reason`, RFC 9209
+// sluice's own answers: the response for a denial or an upstream failure (docs/wire.md#denials),
+// built from the one reasons table (policy/reason.h): status line, `Sluice-Reason`, RFC 9209
 // `Proxy-Status`, a one-line text body, and `Connection: close` (a denied connection is not
-// kept: BYPASSES S7 — never keep reading pipelined bytes after a denial).
+// kept: nothing pipelined behind a denied request is read).
 
 #include <string>
 #include <string_view>

@@ -1,8 +1,9 @@
 #pragma once
-// Keeps injected secrets from coming back to the sandbox (SPEC §5.5: the sandbox only ever
-// holds the placeholder). An upstream that echoes request headers (an echo endpoint, an error
-// message quoting the key) would otherwise hand the real secret to the sandbox. Each occurrence
-// in the response is overwritten with '*' of the same length, so framing and lengths hold.
+// Keeps injected secrets from coming back to the sandbox (docs/wire.md#credential-brokering: the
+// sandbox only ever holds the placeholder). An upstream that echoes request headers (an echo
+// endpoint, an error message quoting the key) would otherwise hand the real secret to the sandbox.
+// Each occurrence in the response is overwritten with '*' of the same length, so framing and
+// lengths hold.
 //
 // A body arrives in pieces and an occurrence may straddle two of them: the last
 // (longest secret - 1) bytes of each piece are held back until the next piece, or finish().

@@ -409,8 +409,8 @@ void Session::processClientPlaintext() {
 }
 
 // The audit record of a head the parser refused says what had been received: the method, the
-// target and the Host as far as they were read (SPEC §6: "as received"), and for the first head
-// on the explicit listener, which mode it was asking for.
+// target and the Host as far as they were read (docs/audit.md: "as received"), and for the first
+// head on the explicit listener, which mode it was asking for.
 void Session::describeRefusedHead() {
   http::RequestParser::PartialHead seen = request_parser_.partialHead();
   exchange_.reset(uv_now(ctx_.loop), false);
@@ -438,7 +438,8 @@ void Session::describeRefusedHead() {
 }
 
 // The first head on the explicit listener, when it is not CONNECT: plain-HTTP forwarding of an
-// absolute-form request (SPEC §5.1). Each request on this connection names its own host.
+// absolute-form request (docs/wire.md#explicit-proxy). Each request on this connection names its
+// own host.
 void Session::onProxyHead() {
   mode_ = audit::Mode::Forward;
   handshake_phase_ = false;

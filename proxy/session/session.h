@@ -1,7 +1,8 @@
 #pragma once
-// One client connection on an explicit-proxy listener, and the upstream connection it uses:
-// the connection state machine of SPEC §5.1. Every check is decide() (policy/decision.h) on the
-// facts known so far; this class gathers the facts and acts on the answers.
+// One client connection, on an explicit-proxy or a transparent listener, and the upstream
+// connection it uses: the connection state machine of docs/wire.md. Every check is decide()
+// (policy/decision.h) on the facts known so far; this class gathers the facts and acts on the
+// answers.
 //
 //   accept (explicit)                        accept (transparent): Sniffing
 //     │                                        0x16: ReadingClientHello, H = SNI (below)
@@ -33,7 +34,8 @@
 //
 // Ownership: the worker owns the Session; the Session owns the client stream, its timer and the
 // upstream connection it is using. close() closes every handle; when the last close callback
-// has run, WorkerContext::finished() hands the session back for deletion (STYLE practice 4).
+// has run, WorkerContext::finished() hands the session back for deletion (close, then free
+// at a safe point).
 // No callback of a component outlives the session: the DNS lookup is a cancel-on-destroy
 // handle, streams and timer report their closing to the session before it is deleted.
 
@@ -70,8 +72,8 @@ class Session : private io::TcpStream::Handler,
                 private http::ResponseBodySink {
  public:
   // Explicit: the sandbox asks (CONNECT, absolute-form). Transparent: nftables redirected a
-  // connection the sandbox made to somewhere else (SPEC §5.2); TLS or HTTP is told from its
-  // first byte, and H is the SNI or the Host.
+  // connection the sandbox made to somewhere else (docs/wire.md#transparent-mode); TLS or HTTP is
+  // told from its first byte, and H is the SNI or the Host.
   enum class Listener : std::uint8_t { Explicit, Transparent };
 
   enum class State : std::uint8_t {
@@ -138,7 +140,7 @@ class Session : private io::TcpStream::Handler,
   void onRequestBody(std::span<const char> data) override;
   void onResponseBody(std::span<const char> data) override;
 
-  // Client side (session.cc, session_tls.cc).
+  // Client side (session.cc, session_tunnel.cc, session_upstream.cc).
   void onClientBytes(std::span<const char> data);
   void onFirstBytes(std::span<const char> data);
   bool originalDestinationMatches() const;
@@ -222,8 +224,8 @@ class Session : private io::TcpStream::Handler,
   // Keeps the upstream for this client's next request when `reusable` (parks it), else
   // closes it.
   void releaseUpstream(bool reusable);
-  // SPEC §5.5: denies (secret_misuse) a request carrying the placeholder of a secret that
-  // exchange_.matched_rule does not inject. True when it did.
+  // docs/wire.md#credential-brokering: denies (secret_misuse) a request carrying the placeholder of
+  // a secret that exchange_.matched_rule does not inject. True when it did.
   bool refuseSecretMisuse();
   // HoldingBody is over (64 KiB held, or the whole body): scan, then deny or go upstream.
   void finishHolding();
@@ -301,7 +303,7 @@ class Session : private io::TcpStream::Handler,
   // placeholders before anything is forwarded; sent ahead of the rest once the exchange starts.
   std::string held_body_;
   bool held_complete_ = false;  // the whole body is in held_body_
-  // SPEC §5.5: how much of a request body is looked at for placeholders.
+  // docs/wire.md#credential-brokering: how much of a request body is looked at for placeholders.
   static constexpr std::size_t kBodyScanBytes = 64 * 1024;
   int cork_depth_ = 0;
   std::string client_out_;     // corked plaintext for the client

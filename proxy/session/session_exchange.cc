@@ -157,14 +157,14 @@ void Session::onRequestHead() {
     exchange_.port = connect_port_;
     exchange_.url = "https://" + connect_authority_ + std::string(urlPath(exchange_.origin_target));
     // Inside the tunnel an absolute-form target may only name the tunnel's own https origin
-    // (BYPASSES S5); decide() checks its authority against H like the Host header.
+    // (docs/wire.md#explicit-proxy); decide() checks its authority against H like the Host header.
     if (head.absolute_form && !http::ascii::iequals(head.uri_scheme, "https")) {
       deny(policy::Reason::BadRequest, "absolute-form target of another scheme inside TLS");
       return;
     }
   } else if (mode_ == audit::Mode::Transparent) {
     // Transparent plain HTTP: H is the Host, the port the one the sandbox dialled. The address
-    // it dialled is never used (BYPASSES S4): sluice resolves the Host itself.
+    // it dialled is never used (docs/wire.md#transparent-mode): sluice resolves the Host itself.
     exchange_.scheme = policy::Scheme::Http;
     exchange_.port = orig_dst_ ? orig_dst_->port : 80;
     exchange_.url =
@@ -237,9 +237,9 @@ void Session::onRequestHead() {
   held_complete_ = false;
   if (!config().secrets.empty() &&
       exchange_.request_framing != http::BodyFraming::None) {
-    // A placeholder may also be in the body (SPEC §5.5): its first 64 KiB is read and looked at
-    // before anything is forwarded or even resolved. A client waiting for 100-continue gets it
-    // from sluice, or it would wait for an upstream that is not asked yet.
+    // A placeholder may also be in the body (docs/wire.md#credential-brokering): its first 64 KiB
+    // is read and looked at before anything is forwarded or even resolved. A client waiting for
+    // 100-continue gets it from sluice, or it would wait for an upstream that is not asked yet.
     transition(State::HoldingBody);
     if (head.expect_continue) {
       sendClient("HTTP/1.1 100 Continue\r\n\r\n");
@@ -264,8 +264,9 @@ void Session::finishHolding() {
   acquireUpstream(decideRequest({}, false));
 }
 
-// SPEC §5.5: a placeholder in any header value or in the target, of a secret the allowing rule
-// does not inject, is `secret_misuse`: denied before anything is forwarded, and on record.
+// docs/wire.md#credential-brokering: a placeholder in any header value or in the target, of a
+// secret the allowing rule does not inject, is `secret_misuse`: denied before anything is
+// forwarded, and on record.
 bool Session::refuseSecretMisuse() {
   const auto& secrets = config().secrets;
   if (secrets.empty()) {

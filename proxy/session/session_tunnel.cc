@@ -1,6 +1,7 @@
 // The tunnel half of the session: a CONNECT decided on its target, the ClientHello read by
 // sluice's own parser and decided on its SNI, then TLS terminated with a leaf for H. A tunnel
-// that gets no TLS session ends with an alert where one can be sent (SPEC §5.4).
+// that gets no TLS session ends with an alert where one can be sent
+// (docs/wire.md#tunnels-that-get-no-tls-session).
 #include <spdlog/spdlog.h>
 
 #include "policy/authority.h"
@@ -87,7 +88,7 @@ void Session::onConnectHead() {
 }
 
 // Transparent: the first byte tells TLS (a handshake record, 0x16) from anything else, which is
-// read as HTTP/1.1 with H from its Host (SPEC §5.2).
+// read as HTTP/1.1 with H from its Host (docs/wire.md#transparent-mode).
 void Session::onFirstBytes(std::span<const char> data) {
   if (static_cast<unsigned char>(data.front()) == 0x16) {
     transition(State::ReadingClientHello);
@@ -127,7 +128,7 @@ void Session::processClientHello() {
     return;
   }
   if (mode_ == audit::Mode::Transparent) {
-    // Transparent TLS: H is the SNI, the port is the one the sandbox dialled (SPEC §5.2).
+    // Transparent TLS: H is the SNI, the port is the one the sandbox dialled.
     tunnel_ = true;
     connect_port_ = orig_dst_ ? orig_dst_->port : 443;
     connect_host_.assign(hello.info.sni_state == tls::SniState::Present ? hello.info.sni()
@@ -174,7 +175,8 @@ void Session::processClientHello() {
     return;
   }
 
-  // Mint (or take from the cache) a leaf for H only now, after the decision (BYPASSES R6).
+  // Mint (or take from the cache) a leaf for H only now, after the decision: no certificate for a
+  // refused name.
   auto leaf = runtime_->leaves->get(d.host.text());
   if (!leaf) {
     spdlog::error("[C{}] cannot mint a certificate for {}: {}", id_, d.host.text(), leaf.error());
@@ -212,7 +214,7 @@ void Session::pumpClientTls() {
       return;
     }
     // Whatever read the SNI for the decision, the name OpenSSL negotiated must be the same
-    // (SPEC §5.1): two parsers that disagree are a bypass.
+    // (docs/wire.md#tls-toward-the-sandbox): two parsers that disagree are a bypass.
     if (client_tls_->servername() != sni_) {
       refuseTunnel(policy::Reason::SniMismatch, 0, "OpenSSL negotiated another name");
       return;

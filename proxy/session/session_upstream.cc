@@ -46,8 +46,9 @@ bool Session::takePooled(const UpstreamKey& key) {
   return true;
 }
 
-// original_dst: require_match (SPEC §5.2): the address the sandbox dialled must be one of
-// sluice's own answers for H, or the address sluice's resolver gave the sandbox for every name.
+// original_dst: require_match (docs/wire.md#transparent-mode): the address the sandbox dialled must
+// be one of sluice's own answers for H, or the address sluice's resolver gave the sandbox for every
+// name.
 bool Session::originalDestinationMatches() const {
   if (!orig_dst_) {
     return false;

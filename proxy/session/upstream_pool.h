@@ -1,6 +1,7 @@
 #pragma once
-// Idle upstream connections, kept per (sandbox, H, port, tls) and nothing coarser (SPEC §1: an
-// upstream connection is reused only for the same sandbox, H and port). One pool per worker.
+// Idle upstream connections, kept per (sandbox, H, port, tls) and nothing coarser
+// (docs/wire.md#the-invariant: an upstream connection is reused only for the same sandbox, H and
+// port). One pool per worker.
 //
 // An UpstreamConnection is owned by exactly one of: the session using it, or the pool. While
 // pooled, the pool is its stream's handler: data or EOF from an idle upstream means it is no
@@ -56,8 +57,8 @@ class UpstreamPool : private io::TcpStream::Handler {
   std::unique_ptr<UpstreamConnection> take(const UpstreamKey& key, io::TcpStream::Handler* handler);
   // Keeps a connection whose last exchange ended cleanly.
   void put(std::unique_ptr<UpstreamConnection> connection);
-  // TLS session resumption per key (SPEC §1: never across keys): the session of the last
-  // connection to (sandbox, H, port), offered by the next one so it skips the full handshake.
+  // TLS session resumption per key (docs/wire.md#upstreams: never across keys): the session of the
+  // last connection to (sandbox, H, port), offered by the next one so it skips the full handshake.
   // Owned by the pool; the pointer is valid until the next remember() for that key.
   SSL_SESSION* resumption(const UpstreamKey& key) const;
   void remember(const UpstreamKey& key, tls::SslSessionPtr session);

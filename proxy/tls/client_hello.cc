@@ -213,7 +213,7 @@ class MessageReader {
 // The structure is checked here like any other length-prefixed data (Malformed); a list that
 // is well-formed but names no single host is SniState::Malformed, which the caller refuses. A
 // NUL is passed through: canonicalisation refuses it, and a parser that stopped at it would be
-// the strncpy bug of BYPASSES L2.
+// the strncpy bug: a name cut at its NUL is another name.
 bool parseServerName(MessageReader& r, ClientHelloInfo& info) {
   std::uint16_t list_length = 0;
   std::size_t outer = 0;

@@ -1,16 +1,16 @@
 #pragma once
 // The ClientHello reader: sluice reads the sandbox's ClientHello itself, before OpenSSL sees
-// it, to decide on the SNI before any certificate is minted or any upstream contacted (SPEC
-// §1.2, §5.1, §5.2; BYPASSES L1, L2, L4, L5). Sans-IO: the caller accumulates raw bytes as
-// they arrive and calls parseClientHello() on the whole buffer each time; re-parsing from the
-// start is cheap (hellos are small) and keeps this file free of state. The same raw bytes are
-// then fed, unchanged, to OpenSSL.
+// it, to decide on the SNI before any certificate is minted or any upstream contacted
+// (docs/wire.md#tls-toward-the-sandbox, docs/threat-model.md#tls-parser-disagreement). Sans-IO: the
+// caller accumulates raw bytes as they arrive and calls parseClientHello() on the whole buffer each
+// time; re-parsing from the start is cheap (hellos are small) and keeps this file free of state.
+// The same raw bytes are then fed, unchanged, to OpenSSL.
 //
 // The reader is at least as strict as OpenSSL 3.0 wherever the server name is concerned:
 // whatever OpenSSL refuses in the record framing, the hello's structure or the server_name
 // extension, this refuses too (Malformed, or SniState::Malformed), so the two never see
 // different names in one hello. It is stricter in places (duplicate unknown extensions, empty
-// records, an empty host_name), which only ever denies. SPEC §5.1 still requires the caller
+// records, an empty host_name), which only ever denies. docs/wire.md still requires the caller
 // to compare SSL_get_servername() with the SNI decided on here once the handshake completes.
 //
 // Every byte is hostile: all lengths are bounds-checked, nothing reads past the span, nothing
@@ -30,11 +30,11 @@ enum class HelloStatus : std::uint8_t {
   NotTls,     // not a TLS handshake (HTTP, SSH, an SSLv2-compatible hello, ...): decided from
               // as few bytes as possible, often the first one
   Malformed,  // TLS framing or ClientHello structure that a TLS server must refuse
-  TooLarge,   // the hello's records would exceed kMaxClientHelloBytes (BYPASSES R2)
+  TooLarge,   // the hello's records would exceed kMaxClientHelloBytes (64 KiB)
 };
 
 enum class SniState : std::uint8_t {
-  Absent,     // no server_name extension (BYPASSES L1: the caller denies `sni_missing`)
+  Absent,     // no server_name extension (the caller denies `sni_missing`)
   Present,    // exactly one non-empty host_name of at most 255 bytes
   Malformed,  // a server_name extension that names no single usable host: an empty list,
               // another name type, two host_names, an empty or over-long host_name
@@ -83,7 +83,8 @@ struct HelloResult {
 // it (the fuzz target checks this).
 HelloResult parseClientHello(std::span<const std::uint8_t> buffered);
 
-// A fatal TLS alert record, for closing a connection that gets no TLS session (SPEC §5.4):
+// A fatal TLS alert record, for closing a connection that gets no TLS session
+// (docs/wire.md#tunnels-that-get-no-tls-session):
 // e.g. unrecognized_name (112), handshake_failure (40), illegal_parameter (47),
 // decode_error (50), access_denied (49), internal_error (80).
 inline constexpr std::uint8_t kAlertHandshakeFailure = 40;

@@ -28,9 +28,9 @@ constexpr const char* kServerTls12Ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20";
 constexpr unsigned char kAlpnWire[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
 // Selects "http/1.1" if the client's list has it; otherwise no ALPN at all (NOACK), so the
-// client falls back to its default, HTTP/1.1 (BYPASSES T2: a non-HTTP protocol is never
-// agreed to). `out` points into the client's list, as SSL_select_next_proto does; OpenSSL
-// has already checked the list's framing, and the bounds are checked again here anyway.
+// client falls back to its default, HTTP/1.1 (docs/threat-model.md#protocol-escapes: a non-HTTP
+// protocol is never agreed to). `out` points into the client's list, as SSL_select_next_proto does;
+// OpenSSL has already checked the list's framing, and the bounds are checked again here anyway.
 int selectAlpn(SSL* /*ssl*/, const unsigned char** out, unsigned char* out_len,
                const unsigned char* in, unsigned int in_len, void* /*arg*/) noexcept {
   unsigned int i = 0;

@@ -1,5 +1,5 @@
 #pragma once
-// The two SSL_CTX kinds sluice uses. Config-time objects (STYLE practice 12): build each once
+// The two SSL_CTX kinds sluice uses. Config-time objects, built once and shared: build each once
 // (the server context once per process, the upstream context once per trust-store setting)
 // and share it read-only among all connections and worker threads; every TlsSession holds a
 // reference (SSL_new up-refs the context), so a context may be released while sessions live.
@@ -20,12 +20,13 @@ struct SslCtxFree {
 };
 using SslCtxPtr = std::unique_ptr<SSL_CTX, SslCtxFree>;
 
-// The only application protocol sluice speaks on either side (BYPASSES S8, T2: it never
-// offers or accepts h2, so every request goes through the HTTP/1.1 parser and its checks).
+// The only application protocol sluice speaks on either side
+// (docs/threat-model.md#protocol-escapes: it never offers or accepts h2, so every request goes
+// through the HTTP/1.1 parser and its checks).
 inline constexpr std::string_view kAlpnHttp11 = "http/1.1";
 
 // Sandbox-facing side. TLS 1.2 minimum (TLS 1.0/1.1 ClientHellos get a protocol_version
-// alert: BYPASSES L6), TLS 1.3 preferred, OpenSSL's default cipher suites at security level 2.
+// alert), TLS 1.3 preferred, OpenSSL's default cipher suites at security level 2.
 // The certificate and key are set per connection (TlsSession::server), so one context serves
 // every host. ALPN: selects "http/1.1" when the client offers it, otherwise answers without
 // ALPN (never an h2 or other protocol). No client certificates. Renegotiation refused.
@@ -33,14 +34,14 @@ inline constexpr std::string_view kAlpnHttp11 = "http/1.1";
 // No session resumption, by design: no tickets (TLS 1.2 or 1.3) and no session cache. The
 // context is shared by every host of every sandbox, and OpenSSL lets a TLS 1.3 client resume
 // a session across SNI values (and reports the *old* name from SSL_get_servername on a
-// TLS 1.2 resumption), which would blur the SNI check of SPEC §5.1. A full handshake to a
-// local gateway costs one ECDHE and one P-256 signature.
+// TLS 1.2 resumption), which would blur the SNI check of docs/wire.md#tls-toward-the-sandbox. A
+// full handshake to a local gateway costs one ECDHE and one P-256 signature.
 //
 // Null only when OpenSSL cannot allocate (its error queue is cleared).
 SslCtxPtr makeServerContext();
 
-// Upstream side (SPEC §1.6, BYPASSES L7): TLS client, TLS 1.2 minimum, peer verification
-// required against `ca_file` (a PEM bundle; an error if it cannot be read or holds no
+// Upstream side (point 6 of docs/wire.md#the-invariant): TLS client, TLS 1.2 minimum, peer
+// verification required against `ca_file` (a PEM bundle; an error if it cannot be read or holds no
 // certificate) or, without it, OpenSSL's default verify paths. ALPN offers "http/1.1" only.
 // Renegotiation refused. The name each connection must present is set per session
 // (TlsSession::client), never here.

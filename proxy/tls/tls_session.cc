@@ -88,8 +88,9 @@ struct VerifyRecord {
   int depth = -1;
 };
 
-// The BIO callbacks are noexcept trampolines (STYLE practice 6): the data pointer is always a
-// ByteQueue owned by the TlsSession's State, which outlives the SSL (State frees it first).
+// The BIO callbacks are noexcept trampolines (no exception crosses OpenSSL): the data pointer is
+// always a ByteQueue owned by the TlsSession's State, which outlives the SSL (State frees it
+// first).
 int queueWrite(BIO* bio, const char* data, std::size_t len, std::size_t* written) noexcept {
   BIO_clear_retry_flags(bio);
   auto* queue = static_cast<ByteQueue*>(BIO_get_data(bio));
@@ -283,7 +284,7 @@ Result<TlsSession, std::string> TlsSession::client(SSL_CTX* ctx, std::string_vie
   if (*kind == certs::HostKind::DnsName) {
     // Names only in SANs of type dNSName, a wildcard only as a whole left-most label, never
     // the subject CN (which has no type: a CN could spell anything). OpenSSL's matcher also
-    // refuses SAN entries with embedded NULs (BYPASSES L7).
+    // refuses SAN entries with embedded NULs (docs/threat-model.md#upstream-impersonation).
     SSL_set_hostflags(s,
                       X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
     if (SSL_set_tlsext_host_name(s, name) != 1 || SSL_set1_host(s, name) != 1) {

@@ -1,6 +1,6 @@
 #pragma once
-// One TLS connection on memory queues, sans-IO (STYLE practice 8): ciphertext in, plaintext
-// out, and back. No sockets, no loop, no timers: the session code reads the socket, feeds
+// One TLS connection on memory queues, sans-IO (testable by feeding buffers): ciphertext in,
+// plaintext out, and back. No sockets, no loop, no timers: the session code reads the socket, feeds
 // the bytes here, asks for the handshake or plaintext, and writes whatever ciphertext this
 // object has pending. Every call is synchronous and non-blocking.
 //
@@ -12,8 +12,8 @@
 //                     handshake flights, alerts, TLS 1.3 KeyUpdate answers, close_notify)
 //   to send data:     write(plaintext), then flush as above
 //   to close:         shutdown(), flush, close the socket
-//   on Failed:        log failure(), flush (OpenSSL has usually queued an alert for the peer:
-//                     SPEC §5.4 "with a TLS alert where possible"), close the socket
+//   on Failed:        log failure(), flush (OpenSSL has usually queued an alert for the peer,
+//                     and a refused tunnel gets an alert where one can be sent), close the socket
 //
 // Socket EOF is the caller's business: it is never fed in, and a peer that closes without
 // close_notify is simply a closed socket.
@@ -104,7 +104,7 @@ class TlsSession {
   // Appends ciphertext from the peer. Takes all of it, always (one copy into the incoming
   // queue); nothing is processed until handshake() or read(). The queue grows without bound
   // if the caller keeps feeding without reading: stop reading the socket while
-  // bufferedCiphertext() is large (BYPASSES R4).
+  // bufferedCiphertext() is large (memory per connection stays bounded).
   void feed(std::span<const char> ciphertext);
   std::size_t bufferedCiphertext() const;
 
@@ -146,7 +146,8 @@ class TlsSession {
   const Failure& failure() const;
 
   // Server: the SNI the client sent (empty if none). The session code must compare it with
-  // the SNI its own ClientHello parser read (SPEC §5.1: `sni_mismatch` otherwise).
+  // the SNI its own ClientHello parser read (docs/wire.md#tls-toward-the-sandbox:
+  // `sni_mismatch` otherwise).
   // Client: the SNI sent (empty for IP literals). Valid while the session lives.
   std::string_view servername() const;
   // The protocol ALPN agreed on: "http/1.1" or empty.

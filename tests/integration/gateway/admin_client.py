@@ -1,4 +1,4 @@
-"""The admin endpoint of a running sluice (SPEC §3 `admin.listen`, §7), seen from outside: raw
+"""The admin endpoint of a running sluice (`admin.listen`, docs/metrics.md), seen from outside: raw
 HTTP/1.1 exchanges (every byte visible, how the connection ended) and Prometheus scrapes, each
 parsed by prometheus_client's parser and checked for the format's own rules before a test
 reads a value.
@@ -128,7 +128,8 @@ class Admin:
         return ans
 
     def scrape(self):
-        """GET /metrics: 200 with SPEC §7's content type, parsed and checked (Scrape)."""
+        """GET /metrics: 200 with the content type of docs/metrics.md, parsed and checked
+        (Scrape)."""
         ans = self.get("/metrics")
         assert ans.status == 200, "GET /metrics: %r %r %r" % (ans.status, ans.headers,
                                                                ans.body[:300])
@@ -174,9 +175,9 @@ def _key(labels):
 
 class Scrape:
     """One parsed /metrics body. Parsing it checks: every sample belongs to a family with a
-    TYPE (the parser makes a stray sample an untyped family of its own), SPEC §7's families
-    have their types, no series repeats, counters and gauges are finite and non-negative,
-    requests_total shows no zero series, build_info is one sample of value 1, and each
+    TYPE (the parser makes a stray sample an untyped family of its own), the families of
+    docs/metrics.md have their types, no series repeats, counters and gauges are finite and
+    non-negative, requests_total shows no zero series, build_info is one sample of value 1, and each
     histogram series has cumulative buckets ending in +Inf == _count."""
 
     def __init__(self, text):

@@ -1,4 +1,4 @@
-"""Reading sluice's audit log (SPEC §6): one JSON object per line, hash-chained."""
+"""Reading sluice's audit log (docs/audit.md): one JSON object per line, hash-chained."""
 import hashlib
 import json
 import re
@@ -22,7 +22,7 @@ _CLIENT = re.compile(r"^127\.0\.0\.\d+:\d+$")
 
 
 def check_shape(rec, hash_bodies=True, client_re=None):
-    """Assert that one record has every SPEC §6 field with a plausible value; `chain` last.
+    """Assert that one record has every field of docs/audit.md with a plausible value; `chain` last.
     `client_re`: the pattern of the client field (default: a bed client on 127.0.0.x)."""
     missing = [f for f in FIELDS if f not in rec]
     assert not missing, "audit record lacks %s: %r" % (missing, rec)
@@ -43,7 +43,8 @@ def check_shape(rec, hash_bodies=True, client_re=None):
 
 
 def verify_chain(lines):
-    """Recompute SPEC §6's chain; return the 1-based number of the first bad line, or 0."""
+    """Recompute the chain of docs/audit.md; return the 1-based number of the first bad line, or
+    0."""
     prev = "0" * 64
     for number, line in enumerate(lines, 1):
         cut = line.rfind(',"chain"')
@@ -84,7 +85,7 @@ class AuditLog:
 
     def wait(self, mark, predicate=lambda r: True, count=1, timeout=20):
         """Wait until at least `count` records after `mark` satisfy `predicate`; return them
-        (each checked against SPEC §6's shape)."""
+        (each checked against the shape of docs/audit.md)."""
         def enough():
             hits = [r for r in self.since(mark) if predicate(r)]
             return hits if len(hits) >= count else None

@@ -1,9 +1,10 @@
-"""Assertions on what sluice answers (SPEC §5.4) and on its audit records (SPEC §6)."""
+"""Assertions on what sluice answers (docs/wire.md#denials) and on its audit records
+(docs/audit.md)."""
 import re
 
-# RFC 9209 error tokens per reason. SPEC §5.4 names destination_ip_prohibited, dns_error and
-# tls_certificate_error; where it is silent, the set holds each token a careful reader could
-# pick (the README of the tests lists these choices).
+# RFC 9209 error tokens per reason. docs/wire.md#denials gives one per reason; where a set holds
+# more, each is a token a careful reader could pick (the README of the tests lists these
+# choices).
 PROXY_STATUS = {
     "not_allowed_host": {"http_request_denied"},
     "not_allowed_port": {"http_request_denied"},
@@ -17,8 +18,8 @@ PROXY_STATUS = {
     "host_duplicate": {"http_request_denied", "http_request_error"},
     "host_missing": {"http_request_denied", "http_request_error"},
     "dns_failed": {"dns_error"},
-    # original_dst: require_match (SPEC §5.2): the sandbox dialled an address sluice did not
-    # find for H; SPEC §5.4 names no token
+    # original_dst: require_match (docs/wire.md#transparent-mode): the sandbox dialled an
+    # address sluice did not find for H
     "dns_mismatch": {"destination_ip_prohibited", "http_request_denied"},
     "dns_timeout": {"dns_error", "dns_timeout"},  # dns_failed caused by a silent resolver
     "upstream_connect": {"destination_unavailable", "connection_refused"},
@@ -66,7 +67,7 @@ def closed(ex):
 
 
 def host_is(rec_host, name, port):
-    """SPEC §6: host "as received"; clients send it with or without the port."""
+    """docs/audit.md: host "as received"; clients send it with or without the port."""
     return rec_host in (name, "%s:%d" % (name, port))
 
 
@@ -87,9 +88,9 @@ def record(rec, **want):
 
 
 def connect_denial_record(rec, reason, name, port, status=403):
-    """The one record of a CONNECT refused before any tunnel. SPEC §6 does not say what
-    `host` and `url` hold when there is no request inside: the target must be in one of them
-    (host as the CONNECT's Host header, or url = https://name:port[/])."""
+    """The one record of a CONNECT refused before any tunnel. With no request inside, the
+    target must be in `host` or `url` (host as the CONNECT's Host header, or
+    url = https://name:port[/]; docs/audit.md)."""
     record(rec, sandbox="sbx1", mode="connect", decision="deny", reason=reason, status=status,
            sni=None, upstream=None, method={"CONNECT", None}, rule=None)
     url_ok = rec["url"] in ("https://%s:%d" % (name, port), "https://%s:%d/" % (name, port))

@@ -1,11 +1,12 @@
 """A bed with a globally routable origin, for what the loopback bed cannot show: report mode's
-"forward anyway" (SPEC §3 `mode: report`). Without a matching rule's `ips`, sluice dials only
-globally reachable addresses (SPEC §4.3), and every origin of the loopback bed is on 127/8.
+"forward anyway" (docs/policy.md#report-mode). Without a matching rule's `ips`, sluice dials
+only globally reachable addresses (docs/policy.md#addresses), and every origin of the loopback bed
+is on 127/8.
 
 One network namespace the test creates ("slrpt" + random hex) holds everything:
 
   lo        up, with 127.0.0.1 and ORIGIN (11.22.33.44/32: a unicast address in no
-            special-purpose range, so SPEC §4.3 counts it as globally reachable)
+            special-purpose range, so docs/policy.md#addresses counts it as globally reachable)
   ORIGIN    :443 (TLS) :80   nginx, mirror.rpt.test and [*.]stray.rpt.test (role "origin")
   127.0.0.1 :443 (TLS) :80   nginx, inner.rpt.test and loop.rpt.test with a certificate sluice
                              would accept, so a wrong dial completes and is logged (role

@@ -1,6 +1,6 @@
-"""Raw ClientHellos for the TLS edge cases (BYPASSES L2, L4, R2): take the first flight of
-Python's TLS client, change its server_name, pad it, or grow its cipher-suite list, and frame
-it again into TLS records. Only for hellos that sluice must refuse, or whose first answer
+"""Raw ClientHellos for the TLS edge cases (L2, L4, R2 of docs/threat-model.md): take the first
+flight of Python's TLS client, change its server_name, pad it, or grow its cipher-suite list, and
+frame it again into TLS records. Only for hellos that sluice must refuse, or whose first answer
 (ServerHello or alert) is all a test looks at: a changed hello cannot finish a handshake.
 """
 import socket

@@ -1,4 +1,4 @@
-"""Small oracles shared by the BYPASSES coverage tests: markers, "nothing reached the origin
+"""Small oracles shared by the tests of docs/threat-model.md: markers, "nothing reached the origin
 or a canary", and "dnsmasq was (not) asked about exactly this name since a mark"."""
 import uuid
 

@@ -131,10 +131,10 @@ class Dnsmasq:
         "refused.wild.test": ["127.0.0.22"],
         "loop.wild.test": ["127.0.0.1"], "meta.wild.test": ["169.254.169.254"],
         "priv.wild.test": ["10.0.0.1"], "mixed.wild.test": ["127.0.0.20", "127.0.0.1"],
-        # the same targets under a rule without `ips`: SPEC 4.3's table alone must deny them
+        # the same targets under a rule without `ips`: docs/policy.md#addresses alone must deny them
         "cdn.pub.test": ["127.0.0.20"], "loop.pub.test": ["127.0.0.1"],
         "meta.pub.test": ["169.254.169.254"], "priv.pub.test": ["10.0.0.1"],
-        # BYPASSES D3/I3-I6/I9: more internal answers (A and AAAA) under both rules
+        # D3/I3-I6/I9 (docs/threat-model.md): more internal answers (A and AAAA) under both rules
         "zero.wild.test": ["0.0.0.0"], "mapped.wild.test": ["::ffff:127.0.0.1"],
         "nat64.wild.test": ["64:ff9b::7f00:1"], "mixed6.wild.test": ["127.0.0.20", "::1"],
         "zero.pub.test": ["0.0.0.0"], "cgnat.pub.test": ["100.100.100.200"],

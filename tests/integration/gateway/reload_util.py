@@ -1,4 +1,4 @@
-"""Reloading a running sluice (SPEC §2 SIGHUP, README "Reload"): rewriting its config file the
+"""Reloading a running sluice (docs/cli.md#reloads, README "Reload"): rewriting its config file the
 way an editor or an orchestrator does (a temp file renamed over it), SIGHUP by PID, waiting for
 the outcome on stderr (the admin endpoint's sluice_config_reloads_total: admin_client.Admin).
 

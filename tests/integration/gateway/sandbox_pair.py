@@ -1,7 +1,8 @@
-"""Two sandboxes in one sluice over the same CDN address (SPEC §3): `alpha` (the bed's first
-listener, the global audit log) allows allowed.test over https; `beta` (a second listener, its
-own CA and audit file) allows other.test over https and plain http. Used where what belongs to
-one sandbox must be told from what belongs to the other (test_sandboxes, the admin metrics)."""
+"""Two sandboxes in one sluice over the same CDN address (docs/configuration.md#sandboxes): `alpha`
+(the bed's first listener, the global audit log) allows allowed.test over https; `beta` (a second
+listener, its own CA and audit file) allows other.test over https and plain http. Used where what
+belongs to one sandbox must be told from what belongs to the other (test_sandboxes, the admin
+metrics)."""
 import os
 
 from netutil import free_port

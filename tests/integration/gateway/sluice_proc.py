@@ -85,7 +85,7 @@ def to_yaml(value, indent=0):
 
 
 def bed_rules(tls_port, plain_port):
-    """The policy of sbx1 (BYPASSES §0.2 in the real schema): each rule opens exactly the
+    """The policy of sbx1, the test bed's: each rule opens exactly the
     test origin's address with `ips`; nothing else on 127/8 is reachable."""
     t, p = tls_port, plain_port
     return [
@@ -100,7 +100,7 @@ def bed_rules(tls_port, plain_port):
          "ips": ["127.0.0.22/32"]},
         {"name": "wild", "hosts": ["*.wild.test"], "ports": [t], "ips": ["127.0.0.20/32"]},
         # No `ips`: only globally reachable addresses, so every *.pub.test answer of the bed
-        # (all loopback, link-local or private) must be refused by SPEC 4.3's table alone.
+        # (all loopback, link-local or private) must be refused by docs/policy.md#addresses alone.
         {"name": "pub", "hosts": ["*.pub.test"], "ports": [t]},
     ]
 

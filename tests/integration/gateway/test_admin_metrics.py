@@ -1,7 +1,8 @@
-"""SPEC §3 `admin.listen` and §7, metrics: what /metrics says agrees with what happened (the
+"""`admin.listen` and docs/metrics.md: what /metrics says agrees with what happened (the
 audit log, the connections held open, the certificates minted, the DNS answers, the reloads),
 the endpoint is a strict little HTTP/1.1 server, and it can never be reached through the proxy
-(SPEC §4.3: sluice's own listen addresses are denied whatever `ips` says).
+(docs/policy.md#sluices-own-endpoints: sluice's own listen addresses are denied whatever `ips`
+says).
 
 Each test starts its own sluice with admin.listen on a free port of 127.0.0.1, so every counter
 starts at zero and is compared exactly. Counters may follow the event they count by a moment,
@@ -289,8 +290,8 @@ def with_other_test(bed):
 
 def test_sighup_reloads_count_ok(make_admin, bed):
     """Edge case: SIGHUP with the file unchanged is one applied reload; a changed file is
-    applied (README: a change of the config file reloads by itself, counted as well) and
-    takes effect; SIGHUP after it counts one more. No reload is counted as failed."""
+    applied (docs/cli.md#reloads: a change of the config file reloads by itself, counted as well)
+    and takes effect; SIGHUP after it counts one more. No reload is counted as failed."""
     g, admin = make_admin()
     s = g.sluice
     admin.wait_for(reloads(0, 0), "no reload yet")
@@ -310,7 +311,7 @@ def test_sighup_reloads_count_ok(make_admin, bed):
 
 def test_sighup_with_a_broken_config_counts_failed_and_keeps_serving(make_admin, bed):
     """Edge case: a good config is applied (other.test allowed), then the file is replaced by
-    one with an unknown key: the change is refused (README: reloaded by itself, counted
+    one with an unknown key: the change is refused (docs/cli.md#reloads: reloaded by itself, counted
     failed), and SIGHUP with it counts one more failure; the applied config keeps serving, the
     ok count does not move, and every scrape in between parses."""
     g, admin = make_admin()
@@ -458,11 +459,11 @@ def admin_rules(bed):
 
 
 def test_admin_endpoint_is_never_reached_through_the_proxy(make_admin, bed):
-    """Edge case (SPEC §4.3, no loops through itself): with rules whose `ips` open 127/8 on
-    the admin port, CONNECT and absolute-form requests to it, by name (loop.wild.test ->
-    127.0.0.1) and by literal, are ip_denied; sluice makes no connection to its admin port
-    (its connect histogram counts only the control's connect, and no socket but ours touches
-    the port); /metrics then shows the denials, equal to the audit log."""
+    """Edge case (docs/policy.md#sluices-own-endpoints, no loops through itself): with rules whose
+    `ips` open 127/8 on the admin port, CONNECT and absolute-form requests to it, by name
+    (loop.wild.test -> 127.0.0.1) and by literal, are ip_denied; sluice makes no connection to its
+    admin port (its connect histogram counts only the control's connect, and no socket but ours
+    touches the port); /metrics then shows the denials, equal to the audit log."""
     g, admin = make_admin(edit=admin_rules(bed))
     port = admin.port
     assert admin.foreign_sockets() == []

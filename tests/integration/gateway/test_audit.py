@@ -1,4 +1,4 @@
-"""SPEC §6: after a clean shutdown, the audit log holds exactly one valid, chained JSON
+"""docs/audit.md: after a clean shutdown, the audit log holds exactly one valid, chained JSON
 record per request and per connection denied before any request."""
 import os
 import subprocess

@@ -1,7 +1,7 @@
-"""SPEC §3.6 / §2: `sluice run` without -c serves the built-in default: sandbox `default` on
-127.0.0.1:3128, its CA created in $XDG_STATE_HOME/sluice/default (else
-~/.local/state/sluice/default), and a message on stderr saying where the CA is and how to trust
-it; SIGTERM ends it with exit 0.
+"""docs/configuration.md#the-built-in-default, docs/cli.md#sluice-run: `sluice run` without -c
+serves the built-in default: sandbox `default` on 127.0.0.1:3128, its CA created in
+$XDG_STATE_HOME/sluice/default (else ~/.local/state/sluice/default), and a message on stderr saying
+where the CA is and how to trust it; SIGTERM ends it with exit 0.
 
 No request is made through it: its resolver is this machine's /etc/resolv.conf, and the bed's
 rule is that nothing leaves 127.0.0.0/8. Readiness is read from /proc/net/tcp, so not even a

@@ -1,5 +1,5 @@
-"""BYPASSES §3: the shared CDN. allowed.test and other.test live on one address and nginx
-routes on Host (test_cdn_routes_by_host_not_sni proves it), so the CONNECT target, the SNI
+"""docs/threat-model.md#shared-cdns: the shared CDN. allowed.test and other.test live on one address
+and nginx routes on Host (test_cdn_routes_by_host_not_sni proves it), so the CONNECT target, the SNI
 and every request's Host must agree, on every request of a connection."""
 import uuid
 

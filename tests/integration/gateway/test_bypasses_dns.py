@@ -1,7 +1,7 @@
-"""BYPASSES §1-2: forged DNS, IP literals, internal addresses, the resolver as a leak.
+"""docs/threat-model.md: forged DNS, IP literals, internal addresses, the resolver as a leak.
 
 sluice resolves names itself, through its configured resolver only, dials only addresses
-that pass SPEC §4.3, and never asks DNS about a name it denies."""
+that pass docs/policy.md#addresses, and never asks DNS about a name it denies."""
 import uuid
 
 import pytest
@@ -85,8 +85,9 @@ def test_plain_http_to_ip_literal(gw, bed):
                                   "loop.pub.test", "meta.pub.test", "priv.pub.test",
                                   "cdn.pub.test"])
 def test_allowed_name_resolving_to_internal_address(gw, bed, name):
-    """*.wild.test opens only 127.0.0.20 with `ips`; *.pub.test has no `ips`, so SPEC 4.3's
-    table alone must refuse loopback, link-local and RFC 1918 answers."""
+    """*.wild.test opens only 127.0.0.20 with `ips`; *.pub.test has no `ips`, so the
+    table of docs/policy.md#addresses alone must refuse loopback, link-local and RFC 1918
+    answers."""
     canary = bed.nginx.canary_mark("internal")
     mark = gw.audit.mark()
     ex = gw.tunnel(name, [get("/whoami.txt", host=name)])
@@ -147,7 +148,8 @@ def test_plain_http_denied_name_is_never_resolved(gw, bed):
 
 def test_sni_mismatch_name_is_never_resolved(gw, bed):
     """The SNI names an allowed wildcard host but not the CONNECT target: refused at the
-    ClientHello, and the name never reaches DNS (SPEC §1.7)."""
+    ClientHello, and the name never reaches DNS (docs/wire.md#the-invariant,
+    point 7)."""
     name = "exfil-%s.wild.test" % rand()
     ex = gw.tunnel("allowed.test", [get("/", host=name)], sni=name)
     assert ex.tls_error is not None
@@ -175,7 +177,8 @@ def two_rules_for_one_host(tls_port):
 
 def test_keepalive_does_not_widen_a_rules_ips(make_gw, bed):
     """Both requests on one client connection: the upstream connection the first one opened
-    to 127.0.0.20 must not carry the second (SPEC §1: every request is checked on its own)."""
+    to 127.0.0.20 must not carry the second (docs/wire.md#the-invariant: every request is checked on
+    its own)."""
     g = make_gw(rules=two_rules_for_one_host(bed.tls_port))
     m = rand()
     ex = g.tunnel("allowed.test", [get("/whoami.txt"), get("/small.bin?m=" + m)])

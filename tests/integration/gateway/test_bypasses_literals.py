@@ -1,5 +1,5 @@
-"""BYPASSES §2 (I1-I5, I9, I10) and P1 on the explicit proxy: addresses and ports written by
-the sandbox. SPEC §4.1/4.2 and README "Names" / "IP literals": a canonical dotted quad or a
+"""docs/threat-model.md (I1-I5, I9, I10) and P1 on the explicit proxy: addresses and ports
+written by the sandbox. docs/policy.md#names and #ip-literals: a canonical dotted quad or a
 bracketed IPv6 address is an IP literal (`ip_literal`, 403) unless a rule lists it; any other
 name whose last label is numeric is `bad_host` (403) and reaches no resolver; a CONNECT port
 is plain decimal 1-65535 (else 400 `bad_request`). None of these asks dnsmasq anything, and
@@ -35,8 +35,9 @@ CASES = [(h, "bad_host") for h in NON_CANONICAL_V4 + ODD_BRACKETS] + \
         [(h, "ip_literal") for h in LITERALS]
 # A bracketed authority that is no IPv6 address is not valid request-target syntax (RFC 3986
 # IP-literal; RFC 9110 authority-form has no zone id), so sluice's HTTP parser may refuse it
-# as 400 bad_request (SPEC §5.6, README "CONNECT target must be host:port") before the name
-# check would call it 403 bad_host (SPEC §4.1 lists `%` as bad_host). Either is a refusal.
+# as 400 bad_request (docs/wire.md#framing: a bad authority) before the name
+# check would call it 403 bad_host (docs/policy.md#names lists `%` as bad_host). Either is a
+# refusal.
 SYNTAX_OR_BAD_HOST = {(400, "bad_request"), (403, "bad_host")}
 
 
@@ -125,7 +126,7 @@ def literal_rules(bed, address, ips):
 
 
 def test_listed_ip_literal_is_allowed_over_plain_http(make_gw, bed):
-    """Edge case (I1, README "IP literals"): a rule that lists the exact literal 127.0.0.20
+    """Edge case (I1, docs/policy.md#ip-literals): a rule that lists the exact literal 127.0.0.20
     (with `ips` for it) allows http://127.0.0.20:P/; nothing is resolved."""
     g = make_gw(rules=literal_rules(bed, "127.0.0.20", ["127.0.0.20/32"]))
     dns, m, mark = DnsMark(bed), marker(), g.audit.mark()
@@ -140,8 +141,8 @@ def test_listed_ip_literal_is_allowed_over_plain_http(make_gw, bed):
 
 
 def test_listed_loopback_literal_without_ips_is_ip_denied(make_gw, bed):
-    """Edge case (I1 + SPEC §4.3): listing 127.0.0.1 in `hosts` is not enough, a loopback
-    address also needs `ips`: 403 ip_denied, the internal canary sees nothing."""
+    """Edge case (I1 + docs/policy.md#ip-literals): listing 127.0.0.1 in `hosts` is not enough, a
+    loopback address also needs `ips`: 403 ip_denied, the internal canary sees nothing."""
     g = make_gw(rules=literal_rules(bed, "127.0.0.1", None))
     canaries, mark = Canaries(bed), g.audit.mark()
     authority = "127.0.0.1:%d" % g.p
@@ -160,8 +161,8 @@ SELF = "self.pub.test"  # dnsmasq: 127.0.0.2, sluice's own listen address
 
 def self_rule(config, workdir):
     """Open self.pub.test on sluice's own listen port, https and http, with `ips` covering all
-    of 127/8: SPEC §4.3 says sluice's own listen addresses are never dialled "whatever `ips`
-    says"."""
+    of 127/8: docs/policy.md#sluices-own-endpoints says sluice's own listen addresses are never
+    dialled "whatever `ips` says"."""
     port = int(config["sandboxes"][0]["listen"].rsplit(":", 1)[1])
     config["policies"]["bed"]["rules"].insert(0, {
         "name": "self", "hosts": [SELF], "schemes": ["https", "http"], "ports": [port],
@@ -235,7 +236,7 @@ def port_spellings(t):
 @pytest.mark.parametrize("case", sorted(port_spellings(443)))
 def test_connect_port_spelling_is_bad_request(gw, bed, case):
     """Edge case (I10): CONNECT allowed.test:<odd spelling of the allowed port T>; the port
-    must be plain decimal 1-65535 (README; ARCHITECTURE `authority`): 400 bad_request, no
+    must be plain decimal 1-65535 (docs/policy.md#schemes-and-ports): 400 bad_request, no
     tunnel, and allowed.test is not even resolved."""
     port = port_spellings(gw.t)[case]
     authority = "allowed.test" if port is None else "allowed.test:" + port
@@ -284,7 +285,7 @@ def test_absolute_form_port_spelling_is_refused(gw, bed, case):
 
 def test_refused_absolute_form_request_is_recorded_as_forward(gw):
     """Edge case (audit of I10): `GET http://allowed.test:0P/` on the proxy listener is refused
-    400 bad_request; its record describes the request that was refused: SPEC §6 mode is
+    400 bad_request; its record describes the request that was refused: docs/audit.md mode is
     "forward" (an absolute-form request, not a CONNECT), host is the Host header "as received
     (null if absent)", and the method GET was received too."""
     port = "0%d" % gw.p

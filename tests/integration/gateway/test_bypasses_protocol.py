@@ -1,9 +1,9 @@
-"""BYPASSES §3 and §6 on the explicit proxy: the request target and Host inside and outside the
-tunnel (S2, S5, S6, S7), what may follow a TLS handshake (T2), upgrades (T3), and which
-absolute-form schemes the proxy listener takes (T7).
+"""docs/threat-model.md#shared-cdns and #protocol-escapes on the explicit proxy: the request target
+and Host inside and outside the tunnel (S2, S5, S6, S7), what may follow a TLS handshake (T2),
+upgrades (T3), and which absolute-form schemes the proxy listener takes (T7).
 
-SPEC §1.3 (Host and absolute-form authority equal H, port absent or equal), §5.1, §5.4;
-README "On the proxy listener", "Inside a tunnel", "Upgrades"."""
+Point 3 of docs/wire.md#the-invariant (Host and absolute-form authority equal H, port absent or
+equal), docs/wire.md#explicit-proxy, #upgrades, #denials."""
 import os
 
 import pytest
@@ -45,7 +45,8 @@ INSIDE_REFUSED = {(400, "bad_request"), (403, "host_mismatch")}
 def test_absolute_form_in_tunnel_naming_anything_else_is_refused(gw, bed, target):
     """Edge case (S5): inside the tunnel for allowed.test, an absolute-form target that is not
     https://allowed.test[:T] (another scheme, another name, another port), with Host
-    allowed.test: refused (README "Inside a tunnel"), never forwarded, connection closed."""
+    allowed.test: refused (docs/wire.md#explicit-proxy, "Inside a tunnel"), never forwarded,
+    connection closed."""
     m, mark = marker(), gw.audit.mark()
     target = target.format(t=gw.t) + "?m=" + m
     ex = gw.tunnel("allowed.test", [get(target, host="allowed.test")])
@@ -63,9 +64,10 @@ def test_absolute_form_in_tunnel_naming_anything_else_is_refused(gw, bed, target
                          ids=["with_port", "upper_dot", "port_absent"])
 def test_absolute_form_in_tunnel_naming_the_tunnel_is_forwarded_in_origin_form(gw, bed,
                                                                                 authority):
-    """Edge case (S5): GET https://allowed.test[:T]/whoami.txt?m inside the tunnel (SPEC §1.3:
-    the URI authority equals H, its port absent or equal to the connection's): forwarded, and
-    the origin receives an origin-form request line, not the absolute URL."""
+    """Edge case (S5): GET https://allowed.test[:T]/whoami.txt?m inside the tunnel (point 3 of
+    docs/wire.md#the-invariant: the URI authority equals H, its port absent or equal to the
+    connection's): forwarded, and the origin receives an origin-form request line, not the absolute
+    URL."""
     m = marker()
     target = "https://%s/whoami.txt?m=%s" % (authority.format(t=gw.t), m)
     ex = gw.tunnel("allowed.test", [get(target, host="allowed.test", keep_alive=False)])
@@ -107,8 +109,9 @@ def test_forward_uri_and_host_disagree(gw, bed, host):
 
 
 def test_forward_host_without_port_matches(gw, bed):
-    """Edge case (S6): Host allowed.test without the URI's port: SPEC §1.3 "a port that is
-    absent": forwarded, and the origin sees Host allowed.test."""
+    """Edge case (S6): Host allowed.test without the URI's port: "a port that is
+    absent" (docs/wire.md#the-invariant, point 3): forwarded, and the origin sees Host
+    allowed.test."""
     m = marker()
     ex = gw.forward([request_bytes("GET", fwd_url(gw, m), "allowed.test", keep_alive=False)])
     assert (ex.final.status, ex.final.body) == (200, b"allowed.test\n")
@@ -118,8 +121,8 @@ def test_forward_host_without_port_matches(gw, bed):
 
 
 def test_forward_missing_host(gw, bed):
-    """Edge case (S6): an absolute-form HTTP/1.1 request without Host: SPEC §1.3 "exactly one
-    Host header": 403 host_missing."""
+    """Edge case (S6): an absolute-form HTTP/1.1 request without Host: "exactly one
+    Host field" (docs/wire.md#the-invariant, point 3): 403 host_missing."""
     m = marker()
     ex = gw.forward([request_bytes("GET", fwd_url(gw, m), None)])
     expect.denial(ex, 403, "host_missing")
@@ -198,8 +201,8 @@ def test_non_http_inside_tls_is_refused(gw, bed, payload):
 @pytest.mark.parametrize("alpn", [("x-custom",), ("imap",), ("h2",), ("h2", "x-custom")])
 def test_alpn_other_than_http11_selects_nothing(gw, alpn):
     """Edge case (T2): the client offers only protocols sluice does not parse: the handshake
-    completes with no ALPN selected (SPEC §5.1: sluice offers http/1.1 only), and what follows
-    is parsed as HTTP/1.1."""
+    completes with no ALPN selected (docs/wire.md#tls-toward-the-sandbox: sluice offers http/1.1
+    only), and what follows is parsed as HTTP/1.1."""
     ex = gw.tunnel("allowed.test", [get("/whoami.txt", keep_alive=False)], alpn=alpn)
     assert ex.tls_error is None, ex.tls_error
     assert ex.alpn is None, "ALPN %r selected" % ex.alpn
@@ -214,9 +217,9 @@ WS_HEADERS = [("Connection", "keep-alive, Upgrade"), ("Upgrade", "websocket"),
 
 def test_websocket_upgrade_then_pipelined_request_to_other_tenant(gw, bed):
     """Edge case (T3a/b): `Upgrade: websocket` with `Connection: keep-alive, Upgrade`, and in
-    the same write a second request with Host evil.test. The upgrade is not forwarded (README
-    "Upgrades": dropped, plain HTTP/1.1), so the connection never turns into a blind tunnel:
-    the second request is parsed and refused (403 host_mismatch) and never reaches nginx."""
+    the same write a second request with Host evil.test. The upgrade is not forwarded
+    (docs/wire.md#upgrades: dropped, plain HTTP/1.1), so the connection never turns into a blind
+    tunnel: the second request is parsed and refused (403 host_mismatch) and never reaches nginx."""
     m1, m2, mark = marker(), marker(), gw.audit.mark()
     ex = gw.tunnel("allowed.test", [
         request_bytes("GET", "/whoami.txt?m=" + m1, "allowed.test",
@@ -252,7 +255,7 @@ def test_websocket_upgrade_on_forwarding_then_other_host(gw, bed):
 
 def test_h2c_upgrade_is_not_forwarded(gw, bed):
     """Edge case (T3c): `Upgrade: h2c` + `HTTP2-Settings` (listed in Connection): forwarded as
-    plain HTTP/1.1 without Upgrade and HTTP2-Settings (README "Upgrades"), answered 200,
+    plain HTTP/1.1 without Upgrade and HTTP2-Settings (docs/wire.md#upgrades), answered 200,
     never 101."""
     m = marker()
     ex = gw.tunnel("allowed.test", [request_bytes(
@@ -286,8 +289,9 @@ def test_connect_inside_the_tunnel_is_refused(gw, bed):
                                  "ws://allowed.test:{p}/x", "wss://allowed.test/x",
                                  "file://allowed.test/etc/passwd", "dict://allowed.test:{p}/x"])
 def test_other_scheme_is_not_allowed_scheme(gw, bed, url):
-    """Edge case (T7): absolute-form URLs of other schemes: 403 not_allowed_scheme (README
-    "On the proxy listener"), allowed.test is not resolved, nothing forwarded."""
+    """Edge case (T7): absolute-form URLs of other schemes: 403 not_allowed_scheme
+    (docs/wire.md#explicit-proxy, "On the proxy listener"), allowed.test is not resolved, nothing
+    forwarded."""
     m, mark = marker(), gw.audit.mark()
     url = url.format(p=gw.p) + "?m=" + m
     authority = url.split("/")[2]
@@ -312,7 +316,7 @@ def test_file_url_without_authority_is_refused(gw):
 
 def test_https_absolute_form_on_proxy_listener_is_bad_request(gw, bed):
     """Edge case (T7): GET https://allowed.test:T/ on the plain listener asks sluice to
-    originate TLS: 400 bad_request (README: use CONNECT)."""
+    originate TLS: 400 bad_request (docs/wire.md#explicit-proxy: use CONNECT)."""
     m, mark = marker(), gw.audit.mark()
     url = gw.url("allowed.test", "/whoami.txt?m=" + m)
     ex = gw.forward([request_bytes("GET", url, "allowed.test:%d" % gw.t)])
@@ -420,9 +424,9 @@ def nginx_connection(bed, m):
 
 
 def test_pooled_upstream_is_not_shared_across_sandboxes(twin_gw, bed):
-    """Edge case (S7, SPEC §1 "reused only for the same (sandbox, H, port)"): two sandboxes
-    with the same policy take turns asking for https and http allowed.test, each on a fresh
-    client connection; nginx's connection numbers show that no upstream connection ever
+    """Edge case (S7, docs/wire.md#the-invariant: "reused only for the same sandbox, H and port"):
+    two sandboxes with the same policy take turns asking for https and http allowed.test, each on a
+    fresh client connection; nginx's connection numbers show that no upstream connection ever
     carried requests of both sandboxes (while each sandbox does reuse its own)."""
     used = {"sbx1": set(), "twin": set()}
     for _ in range(4):

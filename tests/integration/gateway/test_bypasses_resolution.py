@@ -1,10 +1,11 @@
-"""BYPASSES §1-2 on the explicit proxy, the resolution side: D2 (no fallback on failure), D3
+"""docs/threat-model.md on the explicit proxy, the resolution side: D2 (no fallback on failure), D3
 and I3-I6 (answers in non-public ranges), D4 (one resolution per decision, only validated
 addresses dialled), D6 (the resolver reads no host file, alias file, search list or
 localhost shortcut), D7 (every denied shape leaves dnsmasq's log untouched), D10 (answers are
 taken only from the configured server).
 
-SPEC §1.5/§1.7, §4.3 and README "Addresses", "Upstreams"."""
+Points 5 and 7 of docs/wire.md#the-invariant, docs/policy.md#addresses and
+docs/wire.md#upstreams."""
 import ipaddress
 import json
 import os
@@ -45,8 +46,8 @@ def rec_addrs(rec):
 
 # --- D3, I3-I6: answers that may not be dialled ----------------------------------------------
 
-# *.wild.test opens only 127.0.0.20 with `ips`; *.pub.test has no `ips`, so SPEC §4.3's table
-# (and README "Addresses") alone must refuse each of these answers.
+# *.wild.test opens only 127.0.0.20 with `ips`; *.pub.test has no `ips`, so the table of
+# docs/policy.md#addresses alone must refuse each of these answers.
 INTERNAL_ANSWERS = [
     "zero.wild.test", "mapped.wild.test", "nat64.wild.test",
     "zero.pub.test", "cgnat.pub.test", "ula.pub.test", "mapped.pub.test", "compat.pub.test",
@@ -284,9 +285,9 @@ def narrow_gw(sluice_binary, bed):
     ("POST", "/ok/x", "not_allowed_method"), ("GET", "/nope", "not_allowed_path")])
 def test_not_allowed_method_or_path_name_is_never_resolved(narrow_gw, bed, method, path,
                                                            reason):
-    """Edge case (D7, SPEC §1.7 "a name that fails 1-4"): the tunnel to exfil-<r>.wild.test is
-    allowed (host and port match), but the request inside fails the rule's method or path:
-    403 with that reason, and the name never reaches DNS."""
+    """Edge case (D7, docs/wire.md#the-invariant point 7, "a name that fails 1 to 4"): the tunnel to
+    exfil-<r>.wild.test is allowed (host and port match), but the request inside fails the rule's
+    method or path: 403 with that reason, and the name never reaches DNS."""
     g = narrow_gw
     r = rand()
     name = "exfil-%s.wild.test" % r
@@ -485,7 +486,7 @@ def test_wildcard_labels_are_policy_compliant_and_resolved(gw, bed):
 
 @pytest.mark.parametrize("pattern", ["*.com", "*.github.io", "*.s3.amazonaws.com", "*.co.uk"])
 def test_wildcard_over_tenant_suffix_is_a_config_error(sluice_binary, bed, scratch, pattern):
-    """Edge case (D9 mitigation, README "Wildcards"): a wildcard over a single label or a
+    """Edge case (D9 mitigation, docs/policy.md#host-patterns): a wildcard over a single label or a
     public/multi-tenant suffix is refused at load (exit 2, the pattern named)."""
     config = make_config(bed, scratch, 3128, rules=[
         {"name": "broad", "hosts": [pattern], "ports": [bed.tls_port]}])
@@ -497,8 +498,8 @@ def test_wildcard_over_tenant_suffix_is_a_config_error(sluice_binary, bed, scrat
 
 
 def test_ipv6_wide_ips_do_not_open_mapped_ipv4(make_gw, bed):
-    """Edge case (I4, README "Addresses": an IPv6 entry wider than /96 (`::/0`) covers no
-    IPv4 address, mapped or not): with `ips: ["::/0"]`, the AAAA answer ::ffff:127.0.0.1 is
+    """Edge case (I4, docs/policy.md#what-ips-covers: an IPv6 entry wider than /96 (`::/0`) covers
+    no IPv4 address, mapped or not): with `ips: ["::/0"]`, the AAAA answer ::ffff:127.0.0.1 is
     403 ip_denied, and the internal canary sees nothing."""
     name = "mapped.wild.test"
     g = make_gw(rules=[{"name": "v6-all", "hosts": [name], "ports": [bed.tls_port],
@@ -511,11 +512,11 @@ def test_ipv6_wide_ips_do_not_open_mapped_ipv4(make_gw, bed):
     canaries.assert_untouched()
 
 
-# The other encodings of IPv4 in IPv6 (README: "IPv4 carried in IPv6 (mapped, compatible,
-# NAT64, 6to4) is judged by the IPv4 address"; SPEC §4.3: their forms of any denied IPv4
-# address are denied unless `ips` explicitly covers the address). These are asked of
-# `sluice explain --ip` (SPEC §2) and not dialled: a sluice that wrongly accepted one would
-# send a SYN off the loopback network (these addresses route via the default route).
+# The other encodings of IPv4 in IPv6 (docs/policy.md#ipv4-carried-in-ipv6: judged by the IPv4
+# address; their forms of any denied IPv4 address are denied unless `ips` explicitly covers the
+# address). These are asked of `sluice explain --ip` (docs/cli.md#sluice-explain) and not dialled: a
+# sluice that wrongly accepted one would send a SYN off the loopback network (these addresses route
+# via the default route).
 EMBEDDED_V4 = {
     "compatible_loopback": "::7f00:1",
     "nat64_loopback": "64:ff9b::7f00:1",

@@ -1,10 +1,10 @@
-"""BYPASSES §5 and R2/R6 at the ClientHello of a CONNECT tunnel, with hand-made hellos (the
-server_name bytes, the size and the framing are ours): L2/L3 malformed or non-canonical SNI,
-L4 large hellos, L5 ECH, L6 old versions, R2 hellos over 64 KiB, R6 no certificate for a
-refused name and one leaf per name. L8: the sandbox CA itself.
+"""docs/threat-model.md#tls-parser-disagreement and R2/R6 at the ClientHello of a CONNECT tunnel,
+with hand-made hellos (the server_name bytes, the size and the framing are ours): L2/L3 malformed or
+non-canonical SNI, L4 large hellos, L5 ECH, L6 old versions, R2 hellos over 64 KiB, R6 no
+certificate for a refused name and one leaf per name. L8: the sandbox CA itself.
 
-SPEC §5.1, §5.4; README "Tunnels that get no TLS session". A refused hello gets an alert (or
-a close) and never a ServerHello, so no certificate is ever sent for it."""
+docs/wire.md#tls-toward-the-sandbox, #tunnels-that-get-no-tls-session. A refused hello gets an alert
+(or a close) and never a ServerHello, so no certificate is ever sent for it."""
 import os
 import socket
 import stat
@@ -42,8 +42,9 @@ def tunnel_then_hello(gw, records, authority=None, pause=0.0):
 
 # --- L2/L3: server_name -----------------------------------------------------------------------
 
-# server_name entries that are not exactly one host_name equal to H (after §4.1
-# normalisation): README "an SNI other than the CONNECT target" -> unrecognized_name alert,
+# server_name entries that are not exactly one host_name equal to H (after the normalisation
+# of docs/policy.md#names): "an SNI other than H" (docs/wire.md#tunnels-that-get-no-tls-session)
+# -> unrecognized_name alert,
 # reason sni_mismatch, whatever the name's shape.
 BAD_SNI = {
     "nul_inside": [b"allowed.test\x00.evil.test"],
@@ -148,7 +149,8 @@ def test_large_hello_with_foreign_sni_after_the_padding_is_refused(gw):
 
 def test_hello_over_64k_is_closed_with_an_alert(make_gw, bed):
     """Edge case (R2): a ClientHello of about 75 KiB (max padding plus 5000 unknown cipher
-    suites) in 16 KiB records: handshake_failure alert, record header_too_large (README), and
+    suites) in 16 KiB records: handshake_failure alert, record header_too_large
+    (docs/wire.md#tunnels-that-get-no-tls-session), and
     sluice's memory stays bounded."""
     g = make_gw()
     mark = g.audit.mark()
@@ -184,7 +186,8 @@ def test_ech_outer_sni_decides(gw, ext):
 
 def test_tls10_only_hello_is_refused(gw):
     """Edge case (L6): a hello offering at most TLS 1.0 (legacy_version 3.1, no
-    supported_versions): README "TLS 1.2 or 1.3": an alert, no ServerHello."""
+    supported_versions): "TLS 1.2 or 1.3" (docs/wire.md#tls-toward-the-sandbox): an alert, no
+    ServerHello."""
     hello = Hello()
     hello.head = b"\x03\x01" + hello.head[2:]
     hello.extensions = [(t, d) for t, d in hello.extensions if t != EXT_SUPPORTED_VERSIONS]

@@ -1,4 +1,4 @@
-"""`sluice env` and `sluice audit verify` (SPEC §2, §6) against a running sluice:
+"""`sluice env` and `sluice audit verify` (docs/cli.md, docs/audit.md) against a running sluice:
 
   - a fresh shell that evaluates `sluice env` reaches allowed hosts with curl and pip and no
     other proxy or CA flags (pip is told only which index to use);

@@ -1,5 +1,5 @@
-"""BYPASSES §7 (R2, R4): fixed limits on what sluice buffers. The bed's config sets
-limits.max_header_bytes to 16KiB; a 200 MiB body streams through in bounded memory."""
+"""docs/threat-model.md#resource-exhaustion (R2, R4): fixed limits on what sluice buffers. The bed's
+config sets limits.max_header_bytes to 16KiB; a 200 MiB body streams through in bounded memory."""
 import os
 import threading
 import uuid
@@ -82,7 +82,7 @@ def test_200_mib_upload_in_bounded_memory(make_gw, bed):
     assert hwm_mib < limit, "sluice peaked at %.0f MiB RSS for a 200 MiB upload" % hwm_mib
 
 
-# --- BYPASSES R2: oversized request line, header count, single header, CONNECT authority -------
+# --- R2: oversized request line, header count, single header, CONNECT authority ----------------
 
 def _pump(sock, data):
     """Send `data` from a thread (it stops when sluice closes); the caller reads meanwhile."""

@@ -1,5 +1,6 @@
-"""examples/sandbox-netns.sh: a network namespace whose only way out is sluice (SPEC §5.2,
-§5.3; BYPASSES D8, D10, I9, T5, T6).
+"""examples/sandbox-netns.sh: a network namespace whose only way out is sluice
+(docs/wire.md#transparent-mode, #the-sandboxs-resolver; D8, D10, I9, T5, T6 of
+docs/threat-model.md).
 
 No sluice here: threads bound to the gateway address play its `transparent` listener (they
 read SO_ORIGINAL_DST) and its `dns_listen` resolver, and a "host service" on the gateway

@@ -1,4 +1,4 @@
-"""SPEC §2 SIGHUP and README "Reload": sluice re-reads its config file on SIGHUP and when the
+"""docs/cli.md#reloads and README "Reload": sluice re-reads its config file on SIGHUP and when the
 file changes; a bad file keeps the running config (errors as FILE:LINE:COL on stderr, counted
 in sluice_config_reloads_total{result="failed"}); requests in flight finish under the config
 they started with, and every new request (the next one on a keep-alive connection or inside a
@@ -378,9 +378,9 @@ def test_tunnel_opened_before_the_reload_denies_its_first_request_over_tls(start
     """Edge case: the CONNECT to allowed.test is answered 200 under the old config; the reload
     that denies allowed.test comes before the ClientHello. The tunnel exists and its SNI equals
     H, so a TLS session can be made: the request inside is the first one the new config judges,
-    and gets SPEC §5.4's "same 403 over TLS" (not_allowed_host), not a handshake alert (an alert
-    is for "no TLS session can be made": no SNI, not TLS, SNI not allowed in transparent
-    mode). This is the window the reload-under-load test hits now and then."""
+    and gets the "same 403 over TLS" of docs/wire.md#denials (not_allowed_host), not a handshake
+    alert (an alert is for "no TLS session can be made": no SNI, not TLS, SNI not allowed in
+    transparent mode). This is the window the reload-under-load test hits now and then."""
     s = start_sluice()
     g = Gateway(s, bed)
     mark = g.audit.mark()

@@ -1,8 +1,9 @@
-"""Report mode forwards what only the rules would deny (SPEC §3 `mode: report`), end to end.
+"""Report mode forwards what only the rules would deny
+(docs/policy.md#report-mode), end to end.
 
 The loopback bed cannot show this half (test_report_mode.py): without a matching rule's `ips`
-only globally reachable addresses may be dialled (SPEC §4.3), and all its origins are on
-127/8. Here the origin is 11.22.33.44, an address no special-purpose range holds, put on `lo`
+only globally reachable addresses may be dialled (docs/policy.md#addresses), and all its origins are
+on 127/8. Here the origin is 11.22.33.44, an address no special-purpose range holds, put on `lo`
 of a network namespace of our own that has no other interface: nothing sent in it can leave
 it (global_bed.py). Sluice, nginx, dnsmasq and curl all run in that namespace.
 
@@ -64,7 +65,8 @@ def test_a_host_no_rule_matches_is_forwarded_and_reported(env):
     """A name of its own under stray.rpt.test (dnsmasq answers the whole tree; nginx's
     certificate covers it), so the DNS oracle is exact and no pooled connection is involved.
     Forwarding means resolving: in report mode sluice asks its resolver about a name no rule
-    matches: SPEC §1 point 7 cannot hold in report mode, which SPEC §3 does not say."""
+    matches: point 7 of docs/wire.md#the-invariant cannot hold in report mode, as
+    docs/policy.md#report-mode says."""
     m = marker()
     name = "%s.%s" % (m, STRAY)
     mark = env.audit.mark()

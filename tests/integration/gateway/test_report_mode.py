@@ -1,4 +1,4 @@
-"""A report-mode sandbox (SPEC §3 `mode`, README "Report mode"): what only the rules would
+"""A report-mode sandbox (docs/policy.md#report-mode): what only the rules would
 deny is recorded as "report" and forwarded, but the address checks and the SNI/Host binding
 still hold.
 
@@ -90,9 +90,9 @@ def test_report_mode_still_refuses_ip_literals(report_gw):
     expect.denial(ex, 403, "ip_literal")
 
 
-# BYPASSES I2/I10/H1/S3 in report mode (README "Report mode": everything but not_allowed_* is
-# still denied): report mode must not become a way around the name, port-syntax, framing and
-# SNI checks.
+# I2/I10/H1/S3 of docs/threat-model.md in report mode (docs/policy.md#report-mode: everything but
+# not_allowed_* is still denied): report mode must not become a way around the name, port-syntax,
+# framing and SNI checks.
 
 @pytest.mark.parametrize("host", ["2130706433", "0177.0.0.1", "0x7f.1", "allowed.test.."])
 def test_report_mode_still_refuses_bad_hosts(report_gw, bed, host):

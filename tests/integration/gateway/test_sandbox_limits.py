@@ -1,5 +1,5 @@
-"""Per-sandbox limits (README "Limits", issue 7): `max_connections` of one sandbox (503
-too_many_connections), its request rate (`requests_per_second` with `request_burst`: 429
+"""Per-sandbox limits (docs/wire.md#limits-and-timeouts, issue 7): `max_connections` of one sandbox
+(503 too_many_connections), its request rate (`requests_per_second` with `request_burst`: 429
 rate_limited), and the process-wide `limits.max_connections` (closed unanswered, but on
 record). A sandbox that floods must not starve the others: `beta` has no limits and is served
 throughout.
@@ -251,7 +251,7 @@ def test_refused_connects_take_tokens_too(start_sluice, bed):
 
 
 def test_sandbox_resolver_refuses_beyond_its_query_rate(start_sluice, bed):
-    """BYPASSES D8: the sandbox's resolver answers at most dns_queries_per_second (a second's
+    """D8: the sandbox's resolver answers at most dns_queries_per_second (a second's
     worth at once); beyond that REFUSED, without asking the policy. The other sandbox's resolver
     is not limited by alpha's flood."""
     rate = 3

@@ -1,5 +1,5 @@
-"""SPEC §3: several sandboxes in one process, each with its own listener, CA, policy and
-(optionally) audit path. BYPASSES L8 (one CA per sandbox) and P7 (identity comes from the
+"""docs/configuration.md#sandboxes: several sandboxes in one process, each with its own listener,
+CA, policy and (optionally) audit path. L8 (one CA per sandbox) and P7 (identity comes from the
 listener the connection arrived on, never from headers the sandbox sends).
 
 One sluice for the module: sandbox `alpha` (the bed's first listener, global audit log) allows

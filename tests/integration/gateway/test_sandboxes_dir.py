@@ -1,6 +1,6 @@
-"""SPEC §3 `sandboxes_dir` and README "Sandboxes are files": every non-hidden *.yaml / *.yml
-file in the directory (relative to the config file's directory) is one sandbox, with the keys of
-an entry of `sandboxes` and paths relative to its own directory. Files come and go with reloads
+"""docs/configuration.md#sandboxes_dir and README "Sandboxes are files": every non-hidden *.yaml /
+*.yml file in the directory (relative to the config file's directory) is one sandbox, with the keys
+of an entry of `sandboxes` and paths relative to its own directory. Files come and go with reloads
 (the directory is watched: no SIGHUP here): a new file's sandbox gets its listener and its CA,
 a removed file's sandbox stops accepting and its connections drain, a bad file is named with
 line:col and the reload refused (at start: exit 2).

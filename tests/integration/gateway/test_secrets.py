@@ -1,4 +1,5 @@
-"""Credential brokering (SPEC §5.5) with a real upstream that logs the header it receives:
+"""Credential brokering (docs/wire.md#credential-brokering) with a real upstream that logs the
+header it receives:
 
   - the rule for allowed.test injects `x-api-key`: nginx sees the real secret where the
     sandbox sent the placeholder, and the sandbox never gets the secret back;

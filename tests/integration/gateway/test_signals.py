@@ -1,4 +1,4 @@
-"""SPEC §2, signals and exit codes: SIGTERM and SIGINT stop accepting, let requests in flight
+"""docs/cli.md#signals and exit codes: SIGTERM and SIGINT stop accepting, let requests in flight
 finish for up to limits.shutdown_grace, flush the audit log and exit 0 (README: a second signal
 closes everything at once); `run` exits 2 on a bad config, 1 when it cannot start (address in
 use, unreadable CA), and prints where the CA certificate is and how to trust it.
@@ -209,9 +209,9 @@ def test_signal_cuts_a_download_that_outlasts_the_grace(start_sluice, bed, sig):
 
 def test_download_cut_at_shutdown_is_audited(start_sluice, bed):
     """Edge case: the request cut when the grace runs out was forwarded upstream and partly
-    answered, so it has its audit record in the flushed log (SPEC §1: one audit record per
-    request; README: a failure after the response head went out cuts the connection and "the
-    audit record says why")."""
+    answered, so it has its audit record in the flushed log (docs/audit.md: one audit record per
+    request; docs/wire.md#denials: a failure after the response head went out can only cut the
+    connection, and the audit record says why)."""
     s = start_sluice(limits={"shutdown_grace": "1s"})
     g = Gateway(s, bed)
     mark = g.audit.mark()

@@ -1,6 +1,7 @@
-"""BYPASSES §4 / SPEC §5.6: requests with ambiguous framing are refused with 400 bad_request
-and nothing reaches the origin; the head sluice forwards is its own, without hop-by-hop or
-Proxy-* fields. Every case runs inside a CONNECT tunnel and as plain-HTTP forwarding."""
+"""docs/threat-model.md#request-smuggling, docs/wire.md#framing: requests with ambiguous framing are
+refused with 400 bad_request and nothing reaches the origin; the head sluice forwards is its own,
+without hop-by-hop or Proxy-* fields. Every case runs inside a CONNECT tunnel and as plain-HTTP
+forwarding."""
 import uuid
 
 import pytest
@@ -24,7 +25,7 @@ CASES = {
     "bare_cr_in_header": (b"X-Abc: \rxTransfer-Encoding: chunked\r\nContent-Length: 5\r\n",
                           b"hello"),
     "space_before_colon": (b"Content-Length : 5\r\n", b"hello" + SMUGGLED),
-    # BYPASSES H1: the other order
+    # H1: the other order
     "te_then_cl": (b"Transfer-Encoding: chunked\r\nContent-Length: 4\r\n",
                    b"0\r\n\r\n" + SMUGGLED),
     # H2: Transfer-Encoding obfuscation (only exactly `chunked` is accepted)
@@ -177,7 +178,7 @@ def send_raw(gw, transport, template, m):
 @pytest.mark.parametrize("transport", ["tunnel", "forward"])
 @pytest.mark.parametrize("case", sorted(RAW_CASES))
 def test_malformed_request_is_bad_request(gw, bed, transport, case):
-    """BYPASSES H2/H4 shapes that need a whole request of their own: 400 bad_request, closed,
+    """H2/H4 shapes that need a whole request of their own: 400 bad_request, closed,
     nothing reaches the origin."""
     m, mark = uuid.uuid4().hex[:12], gw.audit.mark()
     ex = send_raw(gw, transport, RAW_CASES[case], m)
@@ -190,7 +191,7 @@ def test_malformed_request_is_bad_request(gw, bed, transport, case):
 
 
 # Legal spellings (RFC 9110/9112): codings are case-insensitive, OWS around a field value is
-# SP or HTAB. BYPASSES H2 wants "exactly chunked", so sluice may refuse them (400
+# SP or HTAB. docs/wire.md#framing wants exactly `chunked`, so sluice may refuse them (400
 # bad_request); if it accepts one it must read it as what it is: the body is "hello", and
 # the bytes after it are a second request, judged on its own, never smuggled.
 LEGAL = {
@@ -224,7 +225,7 @@ def test_legal_but_unusual_framing_is_refused_or_read_exactly(gw, bed, transport
 
 @pytest.mark.parametrize("transport", ["tunnel", "forward"])
 def test_trailers_naming_routing_and_framing_fields(gw, bed, transport):
-    """BYPASSES H5: a chunked body whose trailer section carries Host, Content-Length and
+    """H5: a chunked body whose trailer section carries Host, Content-Length and
     Transfer-Encoding. Refused (400 bad_request), or forwarded with the body exactly "hello";
     either way nothing after it reaches the origin as a request."""
     m = uuid.uuid4().hex[:12]
@@ -248,7 +249,7 @@ def test_trailers_naming_routing_and_framing_fields(gw, bed, transport):
 
 @pytest.mark.parametrize("transport", ["tunnel", "forward"])
 def test_refused_head_is_audited_as_received(gw, transport):
-    """SPEC §6 for a head refused as ambiguous (Content-Length with Transfer-Encoding): the
+    """docs/audit.md for a head refused as ambiguous (Content-Length with Transfer-Encoding): the
     record still describes what was received: mode ("connect" in a tunnel, "forward" for an
     absolute-form request on the proxy listener), method POST, host as the Host field said
     ("as received (null if absent)": it was present), and the url's path."""

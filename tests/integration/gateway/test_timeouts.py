@@ -1,4 +1,5 @@
-"""README "Limits" and BYPASSES §7 (R1 slowloris, R3): handshake_timeout from accept to the
+"""docs/wire.md#limits-and-timeouts and docs/threat-model.md#resource-exhaustion (R1
+slowloris, R3): handshake_timeout from accept to the
 end of the tunnel's TLS handshake and for each request head from its first byte,
 idle_timeout between requests, and max_connections. Each sluice here has small limits so that
 the deadlines show in a second or two; every measured time must lie between 0.8x and 3x the

@@ -1,5 +1,6 @@
-"""BYPASSES §5-6 at the ClientHello: no SNI, bytes that are not TLS, hellos cut into pieces.
-A tunnel never becomes a blind relay, and a split hello is read whole before deciding."""
+"""docs/threat-model.md#tls-parser-disagreement and #protocol-escapes at the ClientHello: no SNI,
+bytes that are not TLS, hellos cut into pieces. A tunnel never becomes a blind relay, and a split
+hello is read whole before deciding."""
 import pytest
 
 import expect

@@ -1,4 +1,5 @@
-"""Transparent mode, the allowed paths (SPEC §5.2, §5.3, §6): a sandbox namespace wired by
+"""Transparent mode, the allowed paths (docs/wire.md#transparent-mode,
+#the-sandboxs-resolver, docs/audit.md): a sandbox namespace wired by
 examples/sandbox-netns.sh, whose clients run with no proxy settings at all, reaches the allowed
 origin through sluice: curl over https and http, and `pip download` from a simple index.
 

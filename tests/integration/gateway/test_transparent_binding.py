@@ -1,5 +1,5 @@
-"""Transparent mode: SNI, Host and the bytes on the wire (BYPASSES S1, S2, S4, S5, L1, T1,
-I9; SPEC §1.1-1.3, §5.2, §5.4).
+"""Transparent mode: SNI, Host and the bytes on the wire (S1, S2, S4, S5, L1, T1, I9 of
+docs/threat-model.md; points 1-3 of docs/wire.md#the-invariant, #transparent-mode, #denials).
 
 With no CONNECT, H is the SNI (TLS, told from the first byte) or the Host (anything else, read
 as HTTP/1.1), and the port is the one the sandbox dialled (SO_ORIGINAL_DST). Everything the
@@ -237,8 +237,9 @@ def test_plain_http_on_443_is_not_allowed_port(env):
 
 
 def test_tls_on_port_80_is_not_allowed_port(env):
-    """TLS for allowed.test dialled on port 80: https on 80 is not allowed (SPEC §3: ports
-    default per scheme); refused at the ClientHello with an alert."""
+    """TLS for allowed.test dialled on port 80: https on 80 is not allowed
+    (docs/policy.md#schemes-and-ports: ports default per scheme); refused at the ClientHello with an
+    alert."""
     m = env.mark()
     ex = env.exchange(DOC4, 80, [get("/whoami.txt?m=%s" % m.marker)], sni="allowed.test")
     assert ex.tls_error is not None and ex.tls_error.kind == "alert", ex.tls_error

@@ -1,5 +1,5 @@
-"""Transparent mode: the sandbox's resolver, sluice's `dns_listen` (SPEC §5.3, §1.7; BYPASSES
-D7, D8, L5).
+"""Transparent mode: the sandbox's resolver, sluice's `dns_listen`
+(docs/wire.md#the-sandboxs-resolver, point 7 of #the-invariant; D7, D8, L5).
 
 The sandbox's /etc/resolv.conf (written by the script) names the gateway; the script brings
 UDP and TCP 53 to the gateway to sluice's `dns_listen`. sluice answers A for a name a rule of
@@ -8,7 +8,7 @@ IPv6 gateway address), every other type of an allowed name with NOERROR and no r
 every other name with NXDOMAIN. It never forwards a query: dnsmasq, sluice's own upstream
 resolver, must not see any of these names, so DNS carries no data out.
 
-DNS queries leave no audit record (SPEC §6 has records for HTTP requests and refused
+DNS queries leave no audit record (docs/audit.md has records for HTTP requests and refused
 connections only): test_dns_leaves_no_audit_record checks that with a barrier request.
 Needs root (namespaces, nftables); skips with the reason otherwise.
 """

@@ -1,6 +1,6 @@
 """Transparent mode: what the sandbox sends that is neither web traffic nor DNS to the gateway
-never reaches sluice or anything else (BYPASSES T5, T6, I9, D8, D10; TRANSPARENT.md), with a
-real sluice listening on the gateway address: its transparent port, its `dns_listen` port and
+never reaches sluice or anything else (T5, T6, I9, D8, D10 of docs/threat-model.md; TRANSPARENT.md),
+with a real sluice listening on the gateway address: its transparent port, its `dns_listen` port and
 an explicit proxy port (`listen`, for this module) dialled directly, another host service on
 the gateway, other ports and UDP (QUIC) anywhere, DNS to another resolver, and IPv6, which
 this sandbox has no gateway address for (no --gateway6), even when root in the sandbox routes

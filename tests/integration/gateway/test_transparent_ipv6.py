@@ -1,5 +1,5 @@
 """Transparent mode and IPv6, with the script's --gateway6/--sandbox6 (TRANSPARENT.md "IPv6";
-BYPASSES T5; SPEC §5.2, §5.3).
+T5 of docs/threat-model.md; docs/wire.md#transparent-mode, #the-sandboxs-resolver).
 
 A sandbox entry has one `transparent` endpoint. Bound to the gateway's IPv4 address (as these
 tests bind it everywhere else), it cannot take the IPv6 connections the script redirects to

@@ -1,10 +1,10 @@
 """Transparent mode over IPv6 with the transparent listener on the wildcard [::] (which
 TRANSPARENT.md allows: "on the gateway address, or on a wildcard"), so that one endpoint takes
 the connections the script redirects in both families (--gateway6/--sandbox6). The IPv6 path
-must apply the same checks as IPv4 (BYPASSES T5: "redirected IPv6 reaches an IPv6 proxy
-listener that applies the same checks"), read the IPv6 original destination
+must apply the same checks as IPv4 (T5, docs/threat-model.md#going-around-sluice: redirected
+IPv6 reaches a listener that applies the same checks), read the IPv6 original destination
 (IP6T_SO_ORIGINAL_DST), and record the sandbox's address as it is: an IPv4 sandbox as a.b.c.d,
-an IPv6 one in brackets (SPEC §6 client "ip:port"; never the IPv4-mapped form).
+an IPv6 one in brackets (docs/audit.md client "ip:port"; never the IPv4-mapped form).
 
 `dns_listen` stays on the IPv4 gateway address and the wildcard gives no address to answer
 with, so AAAA stays empty: the sandbox only uses IPv6 when it picks an address itself.

@@ -1,5 +1,5 @@
-"""Transparent mode: the protocol edges of a redirected connection (SPEC §1, §4.1, §5.1,
-§5.2, §5.6, §6; BYPASSES S3, S7, L2, L4, H1, R1, T7).
+"""Transparent mode: the protocol edges of a redirected connection (docs/wire.md,
+docs/policy.md#names, docs/audit.md; S3, S7, L2, L4, H1, R1, T7 of docs/threat-model.md).
 
 Ports in Host must equal the port the sandbox dialled; each request on a keep-alive connection
 is decided on its own; a ClientHello may arrive in pieces; an SNI must be one valid name (an IP
@@ -33,7 +33,7 @@ def nothing_reached(env, m):
     env.assert_nothing_dialled_outside(m)
 
 
-# --- ports in Host (SPEC §1.3) ---------------------------------------------------------------
+# --- ports in Host (docs/wire.md#the-invariant, point 3) ----------------------------------------
 
 @pytest.mark.parametrize("port, sni, host, allowed", [
     (80, None, "allowed.test:80", True),
@@ -162,7 +162,7 @@ def test_connect_on_a_redirected_port_opens_no_tunnel(env, target, host):
     rec = env.audit.one(m.audit)
     check_record(env, rec, "%s:80" % DOC4, "deny", ex.final.sluice_reason, None, ...,
                  ex.final.status, client=ex.client, upstream=None)
-    # SPEC §6: host as received; the bed's reading for a CONNECT (README): its Host header, or
+    # docs/audit.md: host as received; the bed's reading for a CONNECT (README): its Host header, or
     # null with the target in url
     assert rec["host"] in (host, None), rec
     nothing_reached(env, m)
@@ -183,8 +183,8 @@ def test_ambiguous_framing_is_bad_request_and_nothing_is_forwarded(env):
 
 
 def test_options_asterisk_is_recorded_with_a_well_formed_url(env):
-    """OPTIONS * (the one non-origin-form target BYPASSES S5 accepts) goes to H: whatever the
-    origin answers, the record's url is scheme://host[:port]... (SPEC §6) naming H."""
+    """OPTIONS * (the one non-origin-form target S5 accepts) goes to H: whatever the
+    origin answers, the record's url is scheme://host[:port]... (docs/audit.md) naming H."""
     m = env.mark()
     ex = env.exchange(DOC4, 80, [b"OPTIONS * HTTP/1.1\r\nHost: allowed.test\r\n"
                                  b"Connection: close\r\n\r\n"])
@@ -199,7 +199,7 @@ def test_options_asterisk_is_recorded_with_a_well_formed_url(env):
 
 def test_a_connection_that_sends_nothing_is_closed_at_the_handshake_timeout(env):
     """R1: no first byte, so neither TLS nor HTTP: closed after limits.handshake_timeout, with
-    no answer and no record (README: nothing was asked)."""
+    no answer and no record (docs/wire.md#limits-and-timeouts: nothing was asked)."""
     m = env.mark()
     sock = env.connect(DOC4, 443)
     start = time.monotonic()

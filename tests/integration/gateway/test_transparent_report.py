@@ -1,4 +1,5 @@
-"""Transparent mode with `mode: report` (SPEC §3 `mode`, §4.3, §5.3; README "Report mode").
+"""Transparent mode with `mode: report` (docs/policy.md#report-mode, #addresses;
+docs/wire.md#the-sandboxs-resolver).
 
 In report mode the sandbox's resolver answers every valid name with the gateway address (the
 sandbox must be able to reach what the rules would deny, so that it is reported), still never

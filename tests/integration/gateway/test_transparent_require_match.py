@@ -1,5 +1,5 @@
-"""Transparent mode with `original_dst: require_match` (SPEC §5.2; BYPASSES D1 "or deny,
-Squid-style"; TRANSPARENT.md).
+"""Transparent mode with `original_dst: require_match` (docs/wire.md#transparent-mode; D1
+refused instead of corrected; TRANSPARENT.md).
 
 The address the sandbox dialled must be the one sluice's resolver gave it (the gateway) or one
 of sluice's own answers for H; otherwise the request is refused, 403 dns_mismatch (over TLS for

@@ -1,4 +1,5 @@
-"""Transparent mode and name resolution (BYPASSES D1, D2, D3; SPEC §1.5, §4.3, §5.2).
+"""Transparent mode and name resolution (D1, D2, D3 of docs/threat-model.md;
+point 5 of docs/wire.md#the-invariant, docs/policy.md#addresses, docs/wire.md#transparent-mode).
 
 The sandbox chooses where its connections go: `curl --resolve`, its own /etc/hosts, a raw
 socket to any address. nftables brings every port-443/80 connection to sluice whatever the

@@ -1,7 +1,8 @@
 """Upstream failures: sluice answers 502 itself and sends no request bytes anywhere.
 
 Each name below is allowed by the policy; what fails is DNS, the TCP connect, or the upstream
-certificate (SPEC §1.6: chain and name verified against upstream.ca_file = the test CA)."""
+certificate (docs/wire.md#upstreams: chain and name verified against upstream.ca_file = the test
+CA)."""
 import uuid
 
 import expect

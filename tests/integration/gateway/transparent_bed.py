@@ -1,4 +1,5 @@
-"""The bed of the transparent-mode tests (test_transparent_*.py, SPEC §5.2, §5.3, §6).
+"""The bed of the transparent-mode tests (test_transparent_*.py, docs/wire.md#transparent-mode,
+#the-sandboxs-resolver, docs/audit.md).
 
 One module, one environment (`transparent_env`): a sandbox namespace made by
 examples/sandbox-netns.sh (so the script is part of what is tested), sluice on the gateway
@@ -102,7 +103,7 @@ def zone(a):
         "mixed.wild.test": [a.cdn, "198.51.100.30"],
         "attacker.test": [a.attacker],
         "loop.wild.test": ["127.0.0.1"],
-        # under a rule without `ips`: SPEC §4.3's table alone must refuse these (D3)
+        # under a rule without `ips`: docs/policy.md#addresses alone must refuse these (D3)
         "internal.pub.test": [a.internal], "loop.pub.test": ["127.0.0.1"],
         "meta.pub.test": ["169.254.169.254"], "priv.pub.test": ["10.0.0.1"],
         "cdn.pub.test": [a.cdn],
@@ -290,7 +291,7 @@ def exchange(sock, requests=(), sni=PLAIN, cafile=None, raw=None, pipeline=False
     `sni` (None: no server_name) or plain HTTP (PLAIN), then `requests`."""
     ex = clients.Exchange()
     local = sock.getsockname()
-    ex.client = ("[%s]:%d" if ":" in local[0] else "%s:%d") % local[:2]  # as SPEC §6 writes it
+    ex.client = ("[%s]:%d" if ":" in local[0] else "%s:%d") % local[:2]  # as docs/audit.md has it
     if raw is not None:
         sock.sendall(raw)
         ex.tail, ex.close_how = HttpReader(PlainStream(sock)).read_to_close(close_timeout)
@@ -428,7 +429,7 @@ def get(path, host="allowed.test", headers=()):
 
 
 def check_record(env, rec, orig_dst, decision, reason, sni, host, status, **more):
-    """A transparent record (SPEC §6): this sandbox, from the sandbox's address, mode
+    """A transparent record (docs/audit.md): this sandbox, from the sandbox's address, mode
     transparent, orig_dst what the sandbox dialled; `host` is checked with or without a port
     (... : not checked, for any field). A set means "one of"."""
     want = dict(sandbox=SANDBOX, mode="transparent", orig_dst=orig_dst, decision=decision,
@@ -526,8 +527,8 @@ def transparent_env(bed, binary, original_dst="ignore", mode="enforce", v6=False
                                 client_re=r"^(%s):\d+$" % clients_re)
 
         def check_audit_log():
-            """After sluice stopped: the whole log chains (SPEC §6) and every record is a
-            transparent one of this sandbox, with the destination the sandbox dialled."""
+            """After sluice stopped: the whole log chains (docs/audit.md#the-chain) and every record
+            is a transparent one of this sandbox, with the destination the sandbox dialled."""
             if not sluice.ready:
                 return
             lines = sluice.audit.lines()

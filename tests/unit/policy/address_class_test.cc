@@ -1,4 +1,4 @@
-// Address classification (SPEC §4.3, BYPASSES I3-I6): one row per range edge (the first and
+// Address classification (docs/policy.md#addresses): one row per range edge (the first and
 // last address inside, and the neighbours just outside), then the IPv6 forms that carry an
 // IPv4 address, each of which must classify like the address it carries.
 
@@ -209,7 +209,8 @@ INSTANTIATE_TEST_SUITE_P(
         ClassRow{"2a00:1450:4001:80b::200e", C::Global}),
     nameOf);
 
-// Every IPv6 form that carries an IPv4 address classifies as that address (BYPASSES I4, I5).
+// Every IPv6 form that carries an IPv4 address classifies as that address
+// (docs/policy.md#ipv4-carried-in-ipv6).
 struct EmbeddedRow {
   std::string v4;
   AddressClass address_class;
@@ -275,7 +276,8 @@ INSTANTIATE_TEST_SUITE_P(
       return rowName(param_info.index, param_info.param.v4);
     });
 
-// The literal spellings of BYPASSES I4/I5, as they arrive in AAAA answers or IP rules.
+// The spellings of IPv4 carried in IPv6 (docs/threat-model.md#ipv4-inside-ipv6), as they arrive in
+// AAAA answers or IP rules.
 INSTANTIATE_TEST_SUITE_P(
     Bypasses, Classify,
     testing::Values(ClassRow{"::ffff:127.0.0.1", C::Loopback, M::Mapped},

@@ -1,4 +1,5 @@
-// Ports, authorities and absolute URLs, parsed strictly (BYPASSES I10, S5, S6, T7).
+// Ports, authorities and absolute URLs, parsed strictly (docs/policy.md#schemes-and-ports,
+// docs/wire.md#explicit-proxy).
 #include "policy/authority.h"
 
 #include <gtest/gtest.h>

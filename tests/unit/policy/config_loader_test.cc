@@ -1390,7 +1390,8 @@ policies:
   EXPECT_EQ(config->admin.listen->toString(), "127.0.0.1:9901");
 }
 
-// SPEC §3, as printed there, with its relative paths and sandboxes_dir given a callback.
+// The example of docs/configuration.md ("The file"), its YAML comments aside, with its relative
+// paths and sandboxes_dir given a callback.
 const std::string kSpecExample = R"(version: 1
 dns:
   servers: ["127.0.0.1:5353"]   # default: nameservers of the gateway host's /etc/resolv.conf
@@ -1494,7 +1495,7 @@ TEST(LoadConfig, SpecExample) {
   EXPECT_EQ(secret->placeholder, "sk-sluice-anthropic");
 }
 
-// One-character edits of the SPEC example either load or yields positioned errors; none
+// One-character edits of that example either load or yields positioned errors; none
 // crashes or throws (the ASan build runs this too).
 TEST(LoadConfig, SurvivesEditsOfTheSpecExample) {
   const int lines = static_cast<int>(std::count(kSpecExample.begin(), kSpecExample.end(), '\n'));

@@ -1,8 +1,8 @@
 #pragma once
 // The table-driven harness for decide(): each row is one request's facts and the verdict,
-// reason and rule SPEC §1 and §4 require. The rows (decision_*_test.cc) follow
-// ../shared/BYPASSES.md groups 2 and 8; the policy is loaded through the real loader, as users
-// write it. Included by exactly one file per test executable.
+// reason and rule docs/policy.md requires. The rows (decision_*_test.cc) follow
+// docs/threat-model.md (addresses and policy matching); the policy is loaded through the real
+// loader, as users write it. Included by exactly one file per test executable.
 #include "policy/decision.h"
 
 #include <gtest/gtest.h>

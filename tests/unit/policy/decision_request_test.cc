@@ -4,7 +4,7 @@
 namespace sluice::policy {
 namespace {
 
-// Methods and paths, once a request head is known (SPEC §3; BYPASSES P6).
+// Methods and paths, once a request head is known (docs/policy.md#methods, #paths).
 #define API(id, m, t, verdict_, reason_)                                                     \
   {.name = id, .host = "api.allowed.test", .sni = kSame, .request = true, .method = m,       \
    .target = t, .verdict = verdict_, .reason = reason_,                                      \
@@ -89,7 +89,8 @@ const Case kMethodsPaths[] = {
 INSTANTIATE_TEST_SUITE_P(MethodsPaths, DecisionTest, testing::ValuesIn(kMethodsPaths),
                          caseName);
 
-// SNI, Host and authority binding (SPEC §1 points 2-3; BYPASSES S1-S7, L1, L2).
+// SNI, Host and authority binding (points 2-3 of docs/wire.md#the-invariant;
+// docs/threat-model.md#shared-cdns).
 const Case kBinding[] = {
     {.name = "SniEqualsH", .host = "allowed.test", .sni = kSame, .verdict = kAllow,
      .rule = "allowed"},
@@ -157,7 +158,7 @@ const Case kBinding[] = {
 INSTANTIATE_TEST_SUITE_P(Binding, DecisionTest, testing::ValuesIn(kBinding),
                          caseName);
 
-// The order of the checks, and report mode (SPEC §1, §3 `mode`; BYPASSES P8, D7).
+// The order of the checks, and report mode (docs/policy.md#the-decision, #report-mode).
 const Case kOrderAndModes[] = {
     {.name = "BadHostBeforeSni", .host = "allowed..test", .sni = "evil.test",
      .reason = Reason::BadHost},
@@ -260,7 +261,8 @@ TEST(DecisionManyRules, FindsTheFirstMatchingRuleBeyondTheFastPath) {
 namespace sluice::policy {
 namespace {
 
-// The sandbox's resolver answers only names a rule could allow (SPEC §5.3, BYPASSES D7/D8).
+// The sandbox's resolver answers only names a rule could allow
+// (docs/policy.md#the-sandboxs-resolver).
 TEST(MayResolve, OnlyNamesARuleCouldAllow) {
   auto config = loadConfig({"t.yaml", kPolicy}, {});
   ASSERT_TRUE(config);

@@ -4,7 +4,7 @@
 namespace sluice::policy {
 namespace {
 
-// Names and patterns (SPEC §4.1, §4.2; BYPASSES P1, P2, P4).
+// Names and patterns (docs/policy.md#names, #host-patterns).
 const Case kNames[] = {
     {.name = "ExactName", .host = "allowed.test", .verdict = kAllow, .rule = "allowed"},
     {.name = "UpperCase", .host = "ALLOWED.TEST", .verdict = kAllow, .rule = "allowed"},
@@ -58,7 +58,7 @@ const Case kNames[] = {
 INSTANTIATE_TEST_SUITE_P(Names, DecisionTest, testing::ValuesIn(kNames),
                          caseName);
 
-// IP literals and non-canonical IPv4 spellings (SPEC §4.2; BYPASSES I1-I4).
+// IP literals and non-canonical IPv4 spellings (docs/policy.md#ip-literals).
 const Case kLiterals[] = {
     {.name = "Loopback", .host = "127.0.0.1", .reason = Reason::IpLiteral},
     {.name = "PublicNotListed", .host = "8.8.8.8", .reason = Reason::IpLiteral},
@@ -104,7 +104,7 @@ const Case kLiterals[] = {
 INSTANTIATE_TEST_SUITE_P(Literals, DecisionTest, testing::ValuesIn(kLiterals),
                          caseName);
 
-// Addresses sluice resolved (SPEC §4.3; BYPASSES D3, I3-I6, I9). "wild" has no `ips`.
+// Addresses sluice resolved (docs/policy.md#addresses). "wild" has no `ips`.
 const Case kAddresses[] = {
     {.name = "PublicV4", .host = "a.wild.test", .addresses = {"93.184.216.34"}, .verdict = kAllow,
      .rule = "wild"},
@@ -191,15 +191,15 @@ const Case kAddresses[] = {
      .reason = Reason::IpDenied, .rule = "private-net"},
     {.name = "IpsOnlyForTheirRule", .host = "a.wild.test", .addresses = {"10.1.2.3"},
      .reason = Reason::IpDenied, .rule = "wild"},
-    // sluice's own listen endpoints are never dialled, whatever `ips` says (BYPASSES I9).
+    // sluice's own listen endpoints are never dialled, whatever `ips` says.
     {.name = "OwnListenerRefused", .host = "self.test", .port = 3128,
      .addresses = {"127.0.0.2"}, .reason = Reason::IpDenied, .rule = "self"},
     {.name = "OwnListenerSkippedOtherUsed", .host = "self.test", .port = 3128,
      .addresses = {"127.0.0.2", "127.0.0.3"}, .verdict = kAllow, .rule = "self"},
     {.name = "OwnAddressOtherPort", .host = "self.test", .addresses = {"127.0.0.2"},
      .verdict = kAllow, .rule = "self"},
-    // "All of IPv6" opens no IPv4 carried in IPv6 (SPEC §4.3): not loopback through the
-    // compatible form, not metadata through NAT64, not loopback through 6to4 or Teredo.
+    // "All of IPv6" opens no IPv4 carried in IPv6 (docs/policy.md#what-ips-covers): not loopback
+    // through the compatible form, not metadata through NAT64, not loopback through 6to4 or Teredo.
     {.name = "WideIpv6IpsOpensPublicV6", .host = "v6.test", .addresses = {"2606:4700::1111"},
      .verdict = kAllow, .rule = "v6-wide"},
     {.name = "WideIpv6IpsOpensUniqueLocal", .host = "v6.test", .addresses = {"fd00::1"},
@@ -223,7 +223,7 @@ const Case kAddresses[] = {
 INSTANTIATE_TEST_SUITE_P(Addresses, DecisionTest, testing::ValuesIn(kAddresses),
                          caseName);
 
-// Ports and schemes (SPEC §3; BYPASSES I10, T7).
+// Ports and schemes (docs/policy.md#schemes-and-ports).
 const Case kPortsSchemes[] = {
     {.name = "HttpsDefaultPort", .host = "a.wild.test", .verdict = kAllow, .rule = "wild"},
     {.name = "Ssh", .host = "allowed.test", .port = 22, .reason = Reason::NotAllowedPort},

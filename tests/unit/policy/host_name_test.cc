@@ -1,4 +1,4 @@
-// canonicalizeHost(): the one normalisation every name goes through (SPEC §4.1).
+// canonicalizeHost(): the one normalisation every name goes through (docs/policy.md#names).
 #include "policy/host_name.h"
 
 #include <gtest/gtest.h>

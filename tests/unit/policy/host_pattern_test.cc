@@ -1,4 +1,4 @@
-// Host patterns of a rule (SPEC §4.2; BYPASSES P2, P3).
+// Host patterns of a rule (docs/policy.md#host-patterns).
 #include "policy/host_pattern.h"
 
 #include <gtest/gtest.h>

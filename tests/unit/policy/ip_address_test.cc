@@ -1,5 +1,5 @@
 // The strict IP-literal parser, RFC 5952 formatting, CIDR blocks and endpoints. The invalid rows
-// are the bypass catalogue's spellings (BYPASSES I2, I4, I10): every one of them is read as an
+// are the spellings of docs/threat-model.md#ip-literals-and-ports: every one of them is read as an
 // address by some library, so every one must be refused here, not reinterpreted.
 
 #include "policy/ip_address.h"
@@ -101,7 +101,7 @@ TEST_P(InvalidV4, IsRefusedByBothParsers) {
 INSTANTIATE_TEST_SUITE_P(
     Rows, InvalidV4,
     testing::Values(
-        // BYPASSES I2: glibc reads all of these as 127.0.0.1 (or 0.0.0.0, 0.0.0.1), c-ares reads
+        // glibc reads all of these as 127.0.0.1 (or 0.0.0.0, 0.0.0.1), c-ares reads
         // 0177.0.0.1 as 177.0.0.1 and 010.0.0.1 as 10.0.0.1.
         InvalidRow{"2130706433"}, InvalidRow{"0x7f000001"}, InvalidRow{"017700000001"},
         InvalidRow{"0177.0.0.1"}, InvalidRow{"010.0.0.1"}, InvalidRow{"127.1"},
@@ -454,7 +454,7 @@ INSTANTIATE_TEST_SUITE_P(
         ContainsRow{"127.0.0.0/8", "127.255.255.255", true},
         ContainsRow{"127.0.0.0/8", "126.255.255.255", false},
         ContainsRow{"127.0.0.0/8", "128.0.0.0", false},
-        // A v4 block covers the mapped AAAA form of its addresses (BYPASSES I4) ...
+        // A v4 block covers the mapped AAAA form of its addresses ...
         ContainsRow{"127.0.0.0/8", "::ffff:127.0.0.1", true},
         ContainsRow{"0.0.0.0/0", "::ffff:1.2.3.4", true}, ContainsRow{"0.0.0.0/0", "1.2.3.4", true},
         // ... but not other IPv6 forms: those are classification's business.
@@ -566,7 +566,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Port required.
         EndpointRow{"1.2.3.4", true, 3128, kRefused}, EndpointRow{"::1", true, 53, kRefused},
         EndpointRow{"[::1]", true, 53, kRefused}, EndpointRow{"::1:80", true, 0, kRefused},
-        // Port spellings (BYPASSES I10): glibc truncates 65979 to 443; c-ares reads 0x1bb as
+        // Port spellings: glibc truncates 65979 to 443; c-ares reads 0x1bb as
         // 443 and 0443 as 291.
         EndpointRow{"1.2.3.4:0", true, 0, kRefused}, EndpointRow{"1.2.3.4:00", true, 0, kRefused},
         EndpointRow{"1.2.3.4:080", true, 0, kRefused},

@@ -1,5 +1,5 @@
-// The reasons table (SPEC §5.4): tokens are stable (audit pipelines match on them), and each
-// maps to one HTTP status and one RFC 9209 Proxy-Status error type.
+// The reasons table (docs/wire.md#denials): tokens are stable (audit pipelines match on them), and
+// each maps to one HTTP status and one RFC 9209 Proxy-Status error type.
 #include "policy/reason.h"
 
 #include <gtest/gtest.h>

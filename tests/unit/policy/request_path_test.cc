@@ -1,5 +1,5 @@
-// Request targets and path prefixes (BYPASSES P6): a path that servers read in more than one
-// way matches no prefix.
+// Request targets and path prefixes (docs/policy.md#paths): a path that servers read in more than
+// one way matches no prefix.
 #include "policy/request_path.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
-// The built-in default (SPEC §3.6) is examples/package-mirrors.yaml compiled in.
+// The built-in default (docs/configuration.md#the-built-in-default) is
+// examples/package-mirrors.yaml compiled in.
 #include "proxy/builtin_config.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // The audit chain verifier against logs built here the way AuditSink writes them, and every
-// kind of tampering the SPEC names: an edited byte, a dropped record, two records swapped, a
+// kind of tampering docs/audit.md names: an edited byte, a dropped record, two records swapped, a
 // truncated last line, and lines that are not records at all.
 #include <gtest/gtest.h>
 

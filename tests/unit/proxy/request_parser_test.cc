@@ -1,7 +1,7 @@
 // RequestParser: what sluice accepts from a sandbox, what it refuses (every smuggling shape of
-// BYPASSES H1-H5, T3, R2 has its own row), and how llhttp 8.1 is driven (pausing, pipelining,
-// upgrades, CONNECT). Every table row runs three ways: the whole input in one feed(), split at
-// every position class, and byte by byte; the outcome must not depend on how bytes arrive.
+// docs/threat-model.md#request-smuggling has its own row), and how llhttp 8.1 is driven (pausing,
+// pipelining, upgrades, CONNECT). Every table row runs three ways: the whole input in one feed(),
+// split at every position class, and byte by byte; the outcome must not depend on how bytes arrive.
 
 #include "proxy/http/request_parser.h"
 

@@ -592,7 +592,7 @@ TEST_F(ResolverTest, EmptyServersMeanResolvConf) {
 }
 
 // Real dnsmasq, started here on a free loopback port, answering pkg.test and NXDOMAIN for the
-// rest (DEPENDENCIES §6: without --address=/#/ it would answer REFUSED).
+// rest (without --address=/#/ Debian 12's dnsmasq would answer REFUSED).
 class DnsmasqTest : public ResolverTest {
  protected:
   void TearDown() override {

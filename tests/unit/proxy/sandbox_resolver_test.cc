@@ -235,7 +235,7 @@ class TcpClient : public test_support::LoopbackTcpClient {
 
 // ---- The fixture ---------------------------------------------------------------------------
 
-// The policy of the BYPASSES test bed, as an Answerer: canonicalise, then allowed.test gets the
+// The policy of the integration test bed, as an Answerer: canonicalise, then allowed.test gets the
 // sandbox-facing gateway address for A, nothing for other types; every other name NXDOMAIN.
 SandboxAnswer bedPolicy(std::string_view qname, std::uint16_t qtype) {
   auto host = policy::canonicalizeHost(qname);
@@ -305,7 +305,7 @@ class SandboxResolverTest : public ::testing::Test {
 
 // ---- UDP -----------------------------------------------------------------------------------
 
-// BYPASSES D8's repro, over UDP: only A for the allowed name carries an address.
+// Exfiltration through the resolver, over UDP: only A for the allowed name carries an address.
 TEST_F(SandboxResolverTest, UdpAnswersOnlyAllowedAddresses) {
   start();
   std::vector<std::optional<Reply>> replies;

@@ -3,8 +3,13 @@
 #include <array>
 #include <cstdint>
 
+#include "proxy/http/nominated_fields.h"
+
 namespace sluice::proxy::http {
 namespace {
+
+static_assert(detail::NominatedFields::kInlineFields >= kDefaultMaxFields,
+              "a head the parsers accept is handled without allocating");
 
 // clang-format off
 constexpr std::array<std::string_view, 10> kHopByHop = {
@@ -65,49 +70,6 @@ void appendCleanField(std::string& out, std::string_view name, std::string_view 
   out.append("\r\n");
 }
 
-// The values of a message's Connection fields, gathered once per head: each field is then
-// checked against them instead of walking every field again (quadratic in the head's size).
-class ConnectionTokens {
- public:
-  explicit ConnectionTokens(const HeaderBlock& headers) : headers_(headers) {
-    for (std::size_t i = 0; i < headers.size(); ++i) {
-      if (ascii::iequals(headers.name(i), "Connection")) {
-        if (count_ < std::size(values_)) {
-          values_[count_] = headers.value(i);
-        }
-        ++count_;
-      }
-    }
-  }
-
-  // Hop-by-hop by name, or named by one of the Connection fields.
-  bool hopByHop(std::string_view name) const {
-    if (isHopByHop(name)) {
-      return true;
-    }
-    if (count_ > std::size(values_)) {  // more fields than kept (hostile): walk them all
-      for (std::size_t i = 0; i < headers_.size(); ++i) {
-        if (ascii::iequals(headers_.name(i), "Connection") &&
-            ascii::listContains(headers_.value(i), name)) {
-          return true;
-        }
-      }
-      return false;
-    }
-    for (std::size_t i = 0; i < count_; ++i) {
-      if (ascii::listContains(values_[i], name)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
- private:
-  const HeaderBlock& headers_;
-  std::string_view values_[4];
-  std::size_t count_ = 0;
-};
-
 bool isReplaced(std::span<const HeaderField> extra, std::string_view name) {
   for (const HeaderField& field : extra) {
     if (ascii::iequals(field.name, name)) {
@@ -139,11 +101,11 @@ void writeRequestHead(std::string& out, const RequestHead& head, std::string_vie
   out.append("\r\n");
 
   const HeaderBlock& headers = head.headers;
-  const ConnectionTokens connection(headers);
+  const detail::NominatedFields nominated(headers);
   for (std::size_t i = 0; i < headers.size(); ++i) {
     const std::string_view name = headers.name(i);
     if (ascii::iequals(name, "Host") || ascii::iequals(name, "Content-Length") ||
-        isReplaced(extra, name) || connection.hopByHop(name)) {
+        isReplaced(extra, name) || isHopByHop(name) || nominated.contains(i)) {
       continue;
     }
     appendField(out, name, headers.value(i));
@@ -175,10 +137,10 @@ void writeResponseHead(std::string& out, const ResponseHead& head, ResponseFrami
   out.append("\r\n");
 
   const HeaderBlock& headers = head.headers;
-  const ConnectionTokens connection(headers);
+  const detail::NominatedFields nominated(headers);
   for (std::size_t i = 0; i < headers.size(); ++i) {
     const std::string_view name = headers.name(i);
-    if (ascii::iequals(name, "Content-Length") || connection.hopByHop(name)) {
+    if (ascii::iequals(name, "Content-Length") || isHopByHop(name) || nominated.contains(i)) {
       continue;
     }
     appendField(out, name, headers.value(i));

@@ -1,8 +1,8 @@
 #include "proxy/http/head_writer.h"
 
-#include <array>
 #include <cstdint>
 
+#include "policy/request_header.h"
 #include "proxy/http/nominated_fields.h"
 
 namespace sluice::proxy::http {
@@ -10,14 +10,6 @@ namespace {
 
 static_assert(detail::NominatedFields::kInlineFields >= kDefaultMaxFields,
               "a head the parsers accept is handled without allocating");
-
-// clang-format off
-constexpr std::array<std::string_view, 10> kHopByHop = {
-    "Connection",          "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
-    "Proxy-Authenticate",  "TE",         "Trailer",          "Transfer-Encoding",
-    "Upgrade",             "HTTP2-Settings",
-};
-// clang-format on
 
 void appendDecimal(std::string& out, std::uint64_t value) {
   char digits[20];
@@ -70,9 +62,12 @@ void appendCleanField(std::string& out, std::string_view name, std::string_view 
   out.append("\r\n");
 }
 
+// A field the sandbox sent that the rule's `extra` fields replace. Compared as the drop table
+// compares (case-insensitive, '_' for '-'): an origin behind CGI would read "X_Api_Key" and
+// "x-api-key" as one field.
 bool isReplaced(std::span<const HeaderField> extra, std::string_view name) {
   for (const HeaderField& field : extra) {
-    if (ascii::iequals(field.name, name)) {
+    if (policy::sameRequestHeaderName(field.name, name)) {
       return true;
     }
   }
@@ -82,12 +77,7 @@ bool isReplaced(std::span<const HeaderField> extra, std::string_view name) {
 }  // namespace
 
 bool isHopByHop(std::string_view name) {
-  for (std::string_view hop : kHopByHop) {
-    if (ascii::iequals(name, hop)) {
-      return true;
-    }
-  }
-  return false;
+  return policy::classifyRequestHeader(name) == policy::RequestHeaderClass::HopByHop;
 }
 
 void writeRequestHead(std::string& out, const RequestHead& head, std::string_view origin_target,
@@ -104,14 +94,16 @@ void writeRequestHead(std::string& out, const RequestHead& head, std::string_vie
   const detail::NominatedFields nominated(headers);
   for (std::size_t i = 0; i < headers.size(); ++i) {
     const std::string_view name = headers.name(i);
-    if (ascii::iequals(name, "Host") || ascii::iequals(name, "Content-Length") ||
-        isReplaced(extra, name) || isHopByHop(name) || nominated.contains(i)) {
+    if (!policy::isEndToEndRequestHeader(name) || nominated.contains(i) ||
+        isReplaced(extra, name)) {
       continue;
     }
     appendField(out, name, headers.value(i));
   }
   for (const HeaderField& field : extra) {
-    appendCleanField(out, field.name, field.value);
+    if (policy::isEndToEndRequestHeader(field.name)) {  // the loader refuses the others
+      appendCleanField(out, field.name, field.value);
+    }
   }
   switch (head.framing) {
     case BodyFraming::ContentLength:

@@ -1,20 +1,27 @@
-"""What the origin is told beyond the policy (BYPASSES S10). A request is its Host and target
-as the policy checked them:
+"""What the origin is told beyond the policy (BYPASSES S10, P6). A request is its Host and
+target as the policy checked them:
 
 - headers through which origins, frameworks and CDNs let a request claim another host, path,
   scheme, port, method or client (X-Forwarded-Host, X-Original-URL, Forwarded, ...) and every
   Proxy-* header are dropped from the head sluice writes (SPEC 5.6; README "Wire behaviour
-  where SPEC.md is silent"), whatever case or '_' for '-' they are spelt with.
+  where SPEC.md is silent"), whatever case or '_' for '-' they are spelt with;
+- a path that reads otherwise after one more percent-decoding (/v1/public/%252e%252e/admin)
+  matches no path prefix: 403 not_allowed_path, never forwarded (README "Policy semantics",
+  Paths), and `sluice explain` says the same.
 
 The origin's view is nginx's: /claims/ logs every header of nginx_conf.CLAIM_HEADERS
 (claims.log), underscores read as dashes as CGI does."""
+import json
 import socket
+import subprocess
 
 import pytest
 
+import expect
 from http1 import request_bytes
+from netutil import clean_env
 from nginx_conf import CLAIM_HEADERS, claim_variable
-from oracles import get, marker
+from oracles import cdn_hits, get, marker
 
 
 # nginx reads X-Forwarded-For through a header of its own ($http_x_forwarded_for joins every
@@ -95,3 +102,60 @@ def test_claim_headers_never_reach_the_origin_when_forwarding_plain_http(gw, bed
     entry = claims_logged(bed, m)
     assert sent_claims(entry) == {}, "the origin was told: %r" % sent_claims(entry)
     assert entry["x_test"] == m
+
+
+# --- P6: paths that origins decode more than once ----------------------------------------------
+
+DOUBLE_ENCODED = [
+    "/v1/public/%252e%252e/private/secret.txt",
+    "/v1/public/%252E%252e/private/secret.txt",
+    "/v1/public/..%252fprivate/secret.txt",
+    "/v1/public/%25%32%65%25%32%65/private/secret.txt",
+    "/v1/public/%25252e%25252e/private/secret.txt",
+]
+
+
+def explain(gw, path):
+    r = subprocess.run([gw.sluice.binary, "explain", "-c", gw.sluice.config_path, "--sandbox",
+                        "sbx1", "--url", gw.url("api.allowed.test", path)],
+                       capture_output=True, text=True, timeout=30, env=clean_env())
+    return r.returncode, (json.loads(r.stdout) if r.stdout.strip() else None), r.stderr
+
+
+@pytest.mark.parametrize("path", DOUBLE_ENCODED)
+def test_double_encoded_path_is_not_allowed_path(gw, bed, path):
+    """Edge case (P6): rule `api` allows GET under /v1/public/ only. A path that an origin
+    decoding twice reads as /v1/public/../private/...: 403 not_allowed_path, on record, the
+    connection closed, nothing reaches nginx; `sluice explain` says the same."""
+    m, mark = marker(), gw.audit.mark()
+    ex = gw.tunnel("api.allowed.test", [get(path + "?m=" + m, "api.allowed.test")])
+    expect.denial(ex, 403, "not_allowed_path")
+    expect.closed(ex)
+    rec = gw.audit.one(mark, lambda r: r["client"] == ex.client)
+    expect.record(rec, decision="deny", reason="not_allowed_path", sni="api.allowed.test",
+                  status=403, upstream=None)
+    assert cdn_hits(bed, m) == []
+    code, verdict, err = explain(gw, path)
+    assert verdict is not None, err
+    assert (code, verdict["decision"], verdict["reason"]) == (1, "deny", "not_allowed_path"), \
+        verdict
+
+
+@pytest.mark.parametrize("path,status,body", [
+    ("/v1/public/hello.txt", 200, b"public hello\n"),
+    # "%25" followed by no escape reads the same however often it is decoded: allowed.
+    ("/v1/public/100%25off", 404, None),
+])
+def test_single_encoded_path_under_the_prefix_is_forwarded(gw, bed, path, status, body):
+    """The plain allowed path and an encoded '%' that is no second escape are still forwarded
+    (and explain allows them)."""
+    m = marker()
+    ex = gw.tunnel("api.allowed.test", [get(path + "?m=" + m, "api.allowed.test",
+                                            keep_alive=False)])
+    assert ex.final.status == status, ex.final
+    if body is not None:
+        assert ex.final.body == body
+    assert [e["uri"] for e in cdn_hits(bed, m)] == [path + "?m=" + m]
+    code, verdict, err = explain(gw, path)
+    assert verdict is not None, err
+    assert (code, verdict["decision"]) == (0, "allow"), verdict

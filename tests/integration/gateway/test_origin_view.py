@@ -1,10 +1,10 @@
-"""What the origin is told beyond the policy (BYPASSES S10, P6). A request is its Host and
-target as the policy checked them:
+"""What the origin is told beyond the policy. A request is its Host and target as the policy
+checked them:
 
 - headers through which origins, frameworks and CDNs let a request claim another host, path,
   scheme, port, method or client (X-Forwarded-Host, X-Original-URL, Forwarded, ...) and every
-  Proxy-* header are dropped from the head sluice writes (SPEC 5.6; README "Wire behaviour
-  where SPEC.md is silent"), whatever case or '_' for '-' they are spelt with;
+  Proxy-* header are dropped from the head sluice writes (README "Headers the origin never
+  gets from the sandbox"), whatever case or '_' for '-' they are spelt with;
 - a path that reads otherwise after one more percent-decoding (/v1/public/%252e%252e/admin)
   matches no path prefix: 403 not_allowed_path, never forwarded (README "Policy semantics",
   Paths), and `sluice explain` says the same.
@@ -80,7 +80,7 @@ def test_oracle_nginx_logs_every_claim_header(bed, spell):
 
 @pytest.mark.parametrize("spell", [as_named, underscored], ids=["as_named", "underscored"])
 def test_claim_headers_never_reach_the_origin_through_a_tunnel(gw, bed, spell):
-    """Edge case (S10): an allowed request inside a CONNECT tunnel carries every claim header
+    """Edge case: an allowed request inside a CONNECT tunnel carries every claim header
     (and Proxy-Foo, Proxy): it is forwarded, and the origin gets none of them; an ordinary
     header beside them (X-Test) arrives."""
     m = marker()
@@ -93,7 +93,7 @@ def test_claim_headers_never_reach_the_origin_through_a_tunnel(gw, bed, spell):
 
 
 def test_claim_headers_never_reach_the_origin_when_forwarding_plain_http(gw, bed):
-    """Edge case (S10): the same over the proxy listener's absolute-form http:// forwarding."""
+    """Edge case: the same over the proxy listener's absolute-form http:// forwarding."""
     m = marker()
     ex = gw.forward([request_bytes("GET", gw.url("allowed.test", "/claims/" + m, "http"),
                                    "allowed.test:%d" % gw.p, keep_alive=False,
@@ -104,7 +104,7 @@ def test_claim_headers_never_reach_the_origin_when_forwarding_plain_http(gw, bed
     assert entry["x_test"] == m
 
 
-# --- P6: paths that origins decode more than once ----------------------------------------------
+# --- Paths that origins decode more than once ------------------------------------------------
 
 DOUBLE_ENCODED = [
     "/v1/public/%252e%252e/private/secret.txt",
@@ -124,7 +124,7 @@ def explain(gw, path):
 
 @pytest.mark.parametrize("path", DOUBLE_ENCODED)
 def test_double_encoded_path_is_not_allowed_path(gw, bed, path):
-    """Edge case (P6): rule `api` allows GET under /v1/public/ only. A path that an origin
+    """Edge case: rule `api` allows GET under /v1/public/ only. A path that an origin
     decoding twice reads as /v1/public/../private/...: 403 not_allowed_path, on record, the
     connection closed, nothing reaches nginx; `sluice explain` says the same."""
     m, mark = marker(), gw.audit.mark()

@@ -1,4 +1,4 @@
-// Which request headers may reach the origin as the sandbox sent them (BYPASSES S10, P7): every
+// Which request headers may reach the origin as the sandbox sent them: every
 // listed name of each family, in any case and with '_' for '-', every Proxy-*, the catch-all
 // prefixes, and near-misses that must still pass.
 #include "policy/request_header.h"

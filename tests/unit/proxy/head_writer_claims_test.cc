@@ -1,4 +1,4 @@
-// head_writer and the headers the origin may not get from the sandbox (BYPASSES S10, P7):
+// head_writer and the headers the origin may not get from the sandbox:
 // every name of the family, in every spelling, is missing from the head sluice writes; the
 // near-misses are forwarded; a rule's injected fields follow the same table.
 

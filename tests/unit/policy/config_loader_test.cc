@@ -1555,6 +1555,50 @@ secrets:
                           "plain http; remove http from schemes"));
 }
 
+// The headers the head writer drops from the sandbox's request are the headers no rule may
+// inject (one table, policy/request_header.h): hop-by-hop, Proxy-*, and the family that claims
+// another host, path, scheme, port, method or client.
+TEST(LoadConfig, InjectNeverIntoAHeaderTheWriterDrops) {
+  auto withHeader = [](std::string_view header) {
+    return std::string(R"(version: 1
+sandboxes:
+  - name: a
+    listen: 127.0.0.1:3128
+    policy: p
+policies:
+  p:
+    rules:
+      - hosts: [api.example.com]
+        inject:
+          - header: )") +
+           std::string(header) + R"(
+            secret: k
+secrets:
+  k:
+    env: K
+    placeholder: placeholder-k
+)";
+  };
+  for (std::string_view header :
+       {"host", "Content-Length", "connection", "http2-settings", "proxy", "Proxy-Authorization",
+        "proxy-foo", "X-Forwarded-Host", "x_forwarded_host", "forwarded", "x-original-url",
+        "X-Rewrite-URL", "x-http-method-override", "x-forwarded-proto", "x-real-ip",
+        "x-forwarded-client-cert", "x-envoy-internal", "x-middleware-subrequest"}) {
+    std::string lower(header);
+    for (char& c : lower) {
+      c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+    EXPECT_THAT(errorsOf(withHeader(header)),
+                ElementsAre("test.yaml:11:21: policies.p.rules[0].inject[0].header: '" + lower +
+                            "' cannot be injected: sluice writes or removes it itself"))
+        << header;
+  }
+  for (std::string_view header : {"authorization", "X-Api-Key", "cookie", "x-goog-api-key",
+                                  "cf-access-client-secret", "x-forwardedhost"}) {
+    EXPECT_THAT(errorsOf(withHeader(header)), ElementsAre()) << header;
+  }
+}
+
 TEST(LoadConfig, ParsedRuleValues) {
   auto config = load(R"(version: 1
 sandboxes:

@@ -149,6 +149,8 @@ class Dnsmasq:
         "loop6.pub.test": ["::1"], "ll6.pub.test": ["fe80::1"], "sitelocal.pub.test": ["fec0::1"],
         "mcast6.pub.test": ["ff02::1"], "discard6.pub.test": ["100::1"],
         "doc6.pub.test": ["2001:db8::1"], "self.pub.test": ["127.0.0.2"],
+        # the bed's own stand-in origins (a Python server per test, on a port of its own)
+        "probe.test": ["127.0.0.24"],
     }
 
     def __init__(self, directory, port):

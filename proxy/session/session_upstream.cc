@@ -22,6 +22,11 @@ UpstreamKey Session::upstreamKey() const {
 }
 
 bool Session::takePooled(const UpstreamKey& key) {
+  if (exchange_.retried) {
+    // Sent again because a reused connection closed unanswered: the origin may have closed
+    // its other idle connections too. This one is dialled.
+    return false;
+  }
   std::unique_ptr<UpstreamConnection> pooled;
   if (parked_ && parked_->key == key) {
     pooled = std::move(parked_);

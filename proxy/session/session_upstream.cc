@@ -192,6 +192,7 @@ void Session::connectNext() {
   upstream_ = std::make_unique<UpstreamConnection>(
       ctx_.loop, static_cast<io::TcpStream::Handler*>(this), std::move(key));
   upstream_->address = to;
+  upstream_->sandbox_idle = runtime_->idle_upstreams;
   if (state_ != State::Connecting) {
     transition(State::Connecting);
   }

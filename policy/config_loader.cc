@@ -250,11 +250,26 @@ void readDns(YamlWalker& walker, const YamlValue& value, DnsSettings& dns) {
 }
 
 void readUpstream(YamlWalker& walker, const YamlValue& value, UpstreamSettings& upstream) {
-  MapReader map(walker, value, {"ca_file", "connect_timeout"});
+  MapReader map(walker, value, {"ca_file", "connect_timeout", "max_idle", "max_idle_per_sandbox"});
   map.read("ca_file", [&](const YamlValue& v) { upstream.ca_file = loader::readPath(walker, v); });
   map.read("connect_timeout", [&](const YamlValue& v) {
     upstream.connect_timeout = readPositiveDuration(walker, v).value_or(upstream.connect_timeout);
   });
+  // Counts of connections, 0 (keep none idle) included; more than a process could ever open
+  // is a typo, not a wish.
+  constexpr std::uint64_t kMaxIdle = 1u << 24;
+  auto readIdle = [&](std::string_view key, std::uint64_t& field) {
+    map.read(key, [&](const YamlValue& v) {
+      auto n = readInteger(walker, v);
+      if (n && *n > kMaxIdle) {
+        walker.error(v.mark, "must be at most " + std::to_string(kMaxIdle));
+      } else if (n) {
+        field = *n;
+      }
+    });
+  };
+  readIdle("max_idle", upstream.max_idle);
+  readIdle("max_idle_per_sandbox", upstream.max_idle_per_sandbox);
 }
 
 void readAudit(YamlWalker& walker, const YamlValue& value, AuditSettings& audit) {

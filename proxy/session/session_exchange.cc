@@ -30,6 +30,14 @@ std::uint16_t defaultPort(policy::Scheme scheme) {
   return scheme == policy::Scheme::Https ? 443 : 80;
 }
 
+// The methods whose repeat changes nothing at the origin (RFC 9110 §9.2.1): the only ones sent
+// again after an upstream closed without answering (README "Sending a request again"). PUT and DELETE are
+// idempotent too, but an origin that acted on the first copy would act on the second in a
+// changed state.
+bool safeToRepeat(std::string_view method) {
+  return method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "TRACE";
+}
+
 }  // namespace
 
 void Exchange::reset(std::uint64_t now_ms, bool hash) {
@@ -679,18 +687,28 @@ void Session::upstreamFailed(policy::Reason reason, std::string_view detail) {
     return;
   }
   SPDLOG_DEBUG("[C{}] upstream failed ({}): {}", id_, policy::toString(reason), detail);
-  // A pooled connection the upstream had closed meanwhile: a bodiless request that got no byte
-  // of answer is sent once more on a new connection.
+  // A reused connection that the upstream closed (or had closed) without a byte of answer to a
+  // whole bodiless request: the connection may have died idle, or the origin may have read the
+  // request, acted on it and gone. sluice cannot tell which, so only a request that is safe to
+  // repeat is sent again: once, on a connection dialled for it (acquireUpstream skips the pool).
+  // Any other gets its 502 here and has reached the origin at most once.
   bool stale = exchange_.from_pool && !exchange_.retried && !exchange_.response_head_sent &&
-               exchange_.request_framing == http::BodyFraming::None && exchange_.request_done &&
-               state_ == State::Exchanging && reason == policy::Reason::UpstreamConnect;
-  if (stale) {
+               exchange_.request_framing != http::BodyFraming::Chunked &&
+               exchange_.req_bytes == 0 && exchange_.request_done && state_ == State::Exchanging &&
+               reason == policy::Reason::UpstreamConnect;
+  if (stale && safeToRepeat(exchange_.method)) {
     exchange_.retried = true;
     exchange_.from_pool = false;
     retireUpstream();
     transition(State::Resolving);
     policy::Decision d = decideRequest({}, false);
     acquireUpstream(d);
+    return;
+  }
+  if (stale) {
+    deny(reason, "a reused upstream connection ended before the answer (" + std::string(detail) +
+                     "); a " + exchange_.method +
+                     " is not sent again: the origin may have acted on it");
     return;
   }
   if (!exchange_.response_head_sent) {

@@ -22,6 +22,11 @@ UpstreamKey Session::upstreamKey() const {
 }
 
 bool Session::takePooled(const UpstreamKey& key) {
+  if (exchange_.retried) {
+    // Sent again because a reused connection closed unanswered: the origin may have closed
+    // its other idle connections too. This one is dialled.
+    return false;
+  }
   std::unique_ptr<UpstreamConnection> pooled;
   if (parked_ && parked_->key == key) {
     pooled = std::move(parked_);
@@ -187,6 +192,7 @@ void Session::connectNext() {
   upstream_ = std::make_unique<UpstreamConnection>(
       ctx_.loop, static_cast<io::TcpStream::Handler*>(this), std::move(key));
   upstream_->address = to;
+  upstream_->sandbox_idle = runtime_->idle_upstreams;
   if (state_ != State::Connecting) {
     transition(State::Connecting);
   }

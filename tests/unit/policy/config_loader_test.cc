@@ -329,7 +329,7 @@ secrets:
 )",
        {"test.yaml:3:3: dns: unknown key 'server' (expected one of: servers, timeout, max_ttl)",
         "test.yaml:5:3: upstream: unknown key 'cafile' (expected one of: ca_file, "
-        "connect_timeout)",
+        "connect_timeout, max_idle, max_idle_per_sandbox)",
         "test.yaml:7:3: audit: unknown key 'hash' (expected one of: path, hash_bodies)",
         "test.yaml:9:3: admin: unknown key 'port' (expected one of: listen)",
         "test.yaml:11:3: limits: unknown key 'max_conns' (expected one of: max_connections, "
@@ -652,6 +652,22 @@ limits:
         "test.yaml:12:21: limits.max_header_bytes: '64kb' is not a size: write a whole number "
         "of bytes, or one with KiB, MiB or GiB, e.g. 65536 or 64KiB",
         "test.yaml:13:1: a second YAML document: a config file holds exactly one"}},
+      {"idle upstream bounds",
+       kMinimal + R"(upstream:
+  max_idle: -1
+  max_idle_per_sandbox: 0x10
+)",
+       {"test.yaml:11:13: upstream.max_idle: '-1' is not a plain decimal number",
+        "test.yaml:12:25: upstream.max_idle_per_sandbox: '0x10' is not a plain decimal number "
+        "(a leading 0 or 0x would be read as octal or hex)"}},
+      {"idle upstream bounds too large",
+       kMinimal + "upstream:\n  max_idle: 16777217\n  max_idle_per_sandbox: \"8\"\n",
+       {"test.yaml:11:13: upstream.max_idle: must be at most 16777216",
+        "test.yaml:12:25: upstream.max_idle_per_sandbox: expected a number, got the quoted "
+        "string '8' (write it without quotes)"}},
+      {"idle upstream bounds of zero: keep none",
+       kMinimal + "upstream:\n  max_idle: 0\n  max_idle_per_sandbox: 0\n",
+       {}},
       {"header size limits",
        kMinimal + "limits:\n  max_header_bytes: 1023\n",
        {"test.yaml:11:21: limits.max_header_bytes: must be between 1KiB and 16MiB"}},
@@ -1220,6 +1236,8 @@ TEST(LoadConfig, DefaultsApplied) {
   EXPECT_EQ(config->dns.max_ttl, milliseconds(300000));
   EXPECT_FALSE(config->upstream.ca_file.has_value());
   EXPECT_EQ(config->upstream.connect_timeout, milliseconds(5000));
+  EXPECT_EQ(config->upstream.max_idle, 4096u);
+  EXPECT_EQ(config->upstream.max_idle_per_sandbox, 128u);
   EXPECT_EQ(config->audit.path, "-");
   EXPECT_FALSE(config->audit.hash_bodies);
   EXPECT_FALSE(config->admin.listen.has_value());
@@ -1388,6 +1406,18 @@ policies:
                                  "10.200.0.1:53", "[fd00::1]:53", "[fd00::1]:3129"));
   EXPECT_FALSE(config->sandboxes[1].listen.has_value());
   EXPECT_EQ(config->admin.listen->toString(), "127.0.0.1:9901");
+}
+
+TEST(LoadConfig, IdleUpstreamBounds) {
+  auto config = load(kMinimal + "upstream:\n  max_idle: 100\n  max_idle_per_sandbox: 8\n",
+                     defaultOptions(), "test.yaml");
+  ASSERT_NE(config, nullptr);
+  EXPECT_EQ(config->upstream.max_idle, 100u);
+  EXPECT_EQ(config->upstream.max_idle_per_sandbox, 8u);
+  auto none = load(kMinimal + "upstream:\n  max_idle: 0\n", defaultOptions(), "test.yaml");
+  ASSERT_NE(none, nullptr);
+  EXPECT_EQ(none->upstream.max_idle, 0u);
+  EXPECT_EQ(none->upstream.max_idle_per_sandbox, 128u);
 }
 
 // SPEC §3, as printed there, with its relative paths and sandboxes_dir given a callback.

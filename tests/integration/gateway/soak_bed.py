@@ -372,13 +372,3 @@ def describe(outcome, recs):
         json.dumps(recs)[:700])
 
 
-def split_stale_pool_retries(surprises):
-    """(the surprises that are the known stale-pool retry bug, the others), described. The
-    bug's shape: a request to the fault origin (whose /drop/ closes keep-alive connections
-    unannounced) answered 502 upstream_connect, on record as such."""
-    known, others = [], []
-    for o, recs in surprises:
-        stale = o.kind.startswith("fault-") and (o.status, o.reason) == (502, "upstream_connect") \
-            and len(recs) == 1 and recs[0]["reason"] == "upstream_connect"
-        (known if stale else others).append(describe(o, recs))
-    return known, others

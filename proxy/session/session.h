@@ -180,6 +180,10 @@ class Session : private io::TcpStream::Handler,
     Session& s;
   };
   void updateReading();
+  // Whether the state wants the client's bytes (before the backed-up rule of updateReading()).
+  bool clientWanted(bool upstream_backed_up) const;
+  // Request progress: what idle_timeout counts from (README "Limits").
+  void noteProgress() { last_progress_ms_ = uv_now(ctx_.loop); }
 
   // Requests (session_exchange.cc).
   // A new request (or tunnel) starts: it is judged by the generation in force now. False, and
@@ -263,7 +267,11 @@ class Session : private io::TcpStream::Handler,
   std::optional<policy::Endpoint> orig_dst_;  // transparent: where the sandbox was going
   std::uint64_t started_ms_ = 0;
   OpenCount opened_as_;
-  std::uint64_t last_activity_ms_ = 0;
+  // The last request progress: bytes the request parser used, response bytes from the
+  // upstream, a peer taking what it was sent, the handshake phase advancing, an exchange
+  // starting or ending. Not any bytes: records that carry no request (TLS KeyUpdates, empty
+  // records) or bytes nobody reads yet (pipelined) keep no connection alive.
+  std::uint64_t last_progress_ms_ = 0;
   std::uint64_t phase_deadline_ms_ = 0;  // handshake, connect or linger deadline; 0: none
   std::uint64_t release_deadline_ms_ = 0;  // idle between requests: give buffers back then
   std::uint64_t armed_for_ms_ = 0;  // when the timer fires (0: not armed)

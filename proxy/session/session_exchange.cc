@@ -356,7 +356,7 @@ void Session::startExchange() {
   }
   response_parser_.reset();
   response_parser_.expect(exchange_.method);
-  last_activity_ms_ = uv_now(ctx_.loop);
+  noteProgress();
   armTimer();
   updateReading();
   processClientPlaintext();  // the body, and a bodiless request's end
@@ -628,8 +628,8 @@ void Session::finishExchange() {
     return;
   }
   transition(State::ReadingRequest);
-  last_activity_ms_ = uv_now(ctx_.loop);
-  release_deadline_ms_ = last_activity_ms_ + kReleaseIdleBuffersMs;
+  noteProgress();
+  release_deadline_ms_ = last_progress_ms_ + kReleaseIdleBuffersMs;
   armTimer();
   processClientPlaintext();  // a pipelined request may already be here
 }

@@ -45,8 +45,9 @@ void check(bool ok) {
 sp::ConfigResult load(std::string_view main, std::string_view dir_file, bool* dir_read = nullptr) {
   sp::LoadOptions options;
   options.default_ca_base = "/fuzz/state";
-  options.read_sandbox_dir = [dir_file, dir_read](const std::string&)
-      -> sluice::Result<std::vector<sp::ConfigText>, std::string> {
+  options.read_sandbox_dir =
+      [dir_file,
+       dir_read](const std::string&) -> sluice::Result<std::vector<sp::ConfigText>, std::string> {
     if (dir_read != nullptr) {
       *dir_read = true;
     }

@@ -99,9 +99,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       check(!(seen_v6 && got[i].isV4()));
       seen_v6 = seen_v6 || !got[i].isV4();
       const sd::FamilyAnswer& family = got[i].isV4() ? a : aaaa;
-      const auto record =
-          std::find_if(family.records.begin(), family.records.end(),
-                       [&](const auto& r) { return r.first == got[i]; });
+      const auto record = std::find_if(family.records.begin(), family.records.end(),
+                                       [&](const auto& r) { return r.first == got[i]; });
       check(record != family.records.end());
       if (got[i].isV4()) {
         const auto at = static_cast<std::size_t>(record - family.records.begin());

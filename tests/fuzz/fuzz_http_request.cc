@@ -147,8 +147,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (first > second) {
     std::swap(first, second);
   }
-  const Run three = feed({input.substr(0, first), input.substr(first, second - first),
-                          input.substr(second)});
+  const Run three =
+      feed({input.substr(0, first), input.substr(first, second - first), input.substr(second)});
 
   std::vector<std::string_view> bytes;
   bytes.reserve(size);

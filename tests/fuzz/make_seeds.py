@@ -32,8 +32,9 @@ def responses():
         "early_hints_then_final": "\x00HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"
                                   + chunked,
         "head_answer_with_length": "\x01HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + ok5,
-        "no_content_and_not_modified": "\x00HTTP/1.1 204 No Content\r\n\r\n"
-                                       "HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n" + ok5,
+        "no_content_and_not_modified":
+            "\x00HTTP/1.1 204 No Content\r\n\r\n"
+            "HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n" + ok5,
         "until_close_http10": "\x00HTTP/1.0 200 OK\r\nServer: x\r\n\r\nread until the close",
         "until_close_http11": "\x00HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nbody",
         "keep_alive_three": "\x00" + ok5 + chunked + ok5,
@@ -158,7 +159,8 @@ def configs():
         "secrets_inject": minimal + "        inject:\n          - header: authorization\n"
                           "            secret: k\nsecrets:\n  k: {env: KEY}\n",
         "sandboxes_dir": "version: 1\nsandboxes_dir: d\npolicies:\n  p:\n    rules:\n"
-                         "      - hosts: [a.test]\n\x00name: s\nlisten: 127.0.0.1:3129\npolicy: p\n",
+                         "      - hosts: [a.test]\n"
+                         "\x00name: s\nlisten: 127.0.0.1:3129\npolicy: p\n",
         "unterminated_quote": minimal.replace("a.test", "\"a.test"),
     }
     for n, data in seeds.items():

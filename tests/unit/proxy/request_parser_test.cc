@@ -863,7 +863,8 @@ ParseError verdictHoweverCut(std::string_view input) {
       e = parser.feed(input.substr(cut), sink);
     }
     EXPECT_EQ(e.kind, EventKind::Error) << "cut at " << cut;
-    EXPECT_EQ(e.error, whole.error) << "cut at " << cut << ": " << e.detail << " vs " << whole.detail;
+    EXPECT_EQ(e.error, whole.error)
+        << "cut at " << cut << ": " << e.detail << " vs " << whole.detail;
     if (e.kind != EventKind::Error || e.error != whole.error) {
       break;  // one report is enough to show it
     }

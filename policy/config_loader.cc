@@ -204,6 +204,17 @@ YAML::Mark documentStart(std::string_view text, const YAML::Mark& first_node) {
 // cannot read it. A second document is an error but the first is still checked.
 std::optional<YAML::Node> loadDocument(const ConfigText& in, std::string_view empty_message,
                                        std::vector<ConfigError>& errors) {
+  // yaml-cpp takes a NUL for the end of the input: whatever follows (a rule's `paths`, say)
+  // would be dropped without a word.
+  if (const std::size_t nul = in.text.find('\0'); nul != std::string::npos) {
+    const std::size_t line_start = in.text.rfind('\n', nul) + 1;  // npos + 1 == 0
+    YAML::Mark mark;
+    mark.line = static_cast<int>(std::count(in.text.begin(), in.text.begin() + nul, '\n'));
+    mark.column = static_cast<int>(nul - line_start);
+    errors.push_back(makeConfigError(
+        in.file, mark, "", "a NUL byte: YAML reading stops there and would ignore the rest"));
+    return std::nullopt;
+  }
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(in.text);

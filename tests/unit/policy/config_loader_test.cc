@@ -97,6 +97,14 @@ TEST(LoadConfig, Documents) {
       {"only a document marker", "---\n", {"test.yaml: empty config: expected 'version: 1' first"}},
       {"explicit null", "~\n", {"test.yaml: empty config: expected 'version: 1' first"}},
       {"root is a list", "- version: 1\n", {"test.yaml:1:1: expected a map, got a list"}},
+      // yaml-cpp stops reading at a NUL: a rule's `paths:` after one would vanish unseen
+      // (found by fuzz_config).
+      {"NUL byte before a rule's paths",
+       kMinimal + std::string("\0        paths: [/v1/public/]\n", 30),
+       {"test.yaml:10:1: a NUL byte: YAML reading stops there and would ignore the rest"}},
+      {"NUL byte inside a value",
+       std::string("version: 1\nx: a\0b\n", 18),
+       {"test.yaml:2:5: a NUL byte: YAML reading stops there and would ignore the rest"}},
       {"root is a scalar", "version 1\n", {"test.yaml:1:1: expected a map, got 'version 1'"}},
       {"two documents",
        kMinimal + "---\nversion: 1\n",

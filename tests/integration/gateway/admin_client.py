@@ -30,6 +30,12 @@ FAMILY_TYPES = {
     "sluice_dns_lookup_seconds": "histogram",
     "sluice_upstream_connect_seconds": "histogram",
     "sluice_request_duration_seconds": "histogram",
+    # per audit file (SPEC §6: records kept while the file cannot be written)
+    "sluice_audit_unavailable": "gauge",
+    "sluice_audit_pending_records": "gauge",
+    "sluice_audit_pending_bytes": "gauge",
+    "sluice_audit_write_failures": "counter",
+    "sluice_audit_refused_connections": "counter",
 }
 # Present in every scrape (requests_total and sandbox_resolver_answers_total have series only
 # where non-zero, so may be empty).

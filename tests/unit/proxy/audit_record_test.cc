@@ -257,7 +257,8 @@ TEST(AuditRecordCaps, TheMarkerCannotBeForged) {
 // rule name of 64 quotes, each escaped), IPv6 endpoints, 20-digit numbers, both digests.
 AuditRecord longestFixedPart(std::vector<policy::IpAddress>& addrs, std::size_t address_count) {
   AuditRecord r;
-  r.ts = std::chrono::system_clock::time_point(std::chrono::milliseconds(253402300799999));
+  // A timestamp is 24 characters whatever its value (system_clock cannot hold year 9999).
+  r.ts = std::chrono::system_clock::time_point(std::chrono::milliseconds(1764607425123));
   static const std::string sandbox(64, 'x');
   static const std::string rule(64, '"');
   r.sandbox = sandbox;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace sluice::proxy::audit {
 
@@ -20,6 +21,17 @@ constexpr std::size_t kKeptCapacity = 64 * 1024;
 constexpr std::size_t kCompactAfter = 64 * 1024;
 
 ssize_t systemWrite(int fd, const char* data, std::size_t size) { return ::write(fd, data, size); }
+
+// The '\n's in data[0, size): lines a partial write finished.
+std::size_t linesEnded(const char* data, std::size_t size) {
+  std::size_t lines = 0;
+  const char* end = data + size;
+  while (const void* found = std::memchr(data, '\n', static_cast<std::size_t>(end - data))) {
+    ++lines;
+    data = static_cast<const char*>(found) + 1;
+  }
+  return lines;
+}
 
 }  // namespace
 
@@ -60,10 +72,13 @@ int AuditFileSink::writePending() {
       break;
     }
     auto taken = static_cast<std::size_t>(n);
-    pending_lines_ -= static_cast<std::size_t>(std::count(from, from + taken, '\n'));
     written_ += taken;
+    if (written_ < pending_.size()) {
+      pending_lines_ -= linesEnded(from, taken);  // (all written: none left, counted below)
+    }
   }
   if (written_ == pending_.size()) {
+    pending_lines_ = 0;
     written_ = 0;
     if (pending_.capacity() > kKeptCapacity) {
       std::string().swap(pending_);

@@ -252,7 +252,12 @@ Result<std::shared_ptr<AuditSink>, std::string> AuditLog::sink(const std::string
 
 void AuditLog::closeUnused() {
   std::lock_guard lock(mutex_);
-  std::erase_if(by_path_, [](const auto& entry) { return entry.second.use_count() == 1; });
+  // A file that still keeps records stays open, and retry() goes on with it, even when no
+  // sandbox writes there any more (a reload that moved them off a full disk): closing it would
+  // lose them.
+  std::erase_if(by_path_, [](const auto& entry) {
+    return entry.second.use_count() == 1 && entry.second->available();
+  });
 }
 
 std::vector<std::shared_ptr<AuditSink>> AuditLog::sinks() {

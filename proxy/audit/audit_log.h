@@ -145,7 +145,8 @@ class AuditLog {
   Result<std::shared_ptr<AuditSink>, std::string> sink(const std::string& path);
   // Closes (flushing) the sinks nothing but this registry uses any more: the files of removed
   // sandboxes, once their last connection is gone. Here, under the registry's lock, so that a
-  // path cannot be reopened (and its chain read back) while its old sink still holds lines.
+  // path cannot be reopened (and its chain read back) while its old sink still holds lines. A
+  // sink that keeps unwritten records stays until retry() has written them.
   void closeUnused();
   // Every sink open now, for /healthz and /metrics.
   std::vector<std::shared_ptr<AuditSink>> sinks();

@@ -320,5 +320,25 @@ TEST(AuditLog, RetryTriesUnavailableSinksAgain) {
   EXPECT_EQ(log.sinks().size(), 1u);
 }
 
+// A reload that moves every sandbox off a full disk must not drop the records kept for it: the
+// sink stays open, and retried, until they are written; a healthy unused one closes.
+TEST(AuditLog, AFileThatKeepsRecordsIsNotClosedWhenNoSandboxUsesIt) {
+  test_support::TempDir dir;
+  AuditLog log;
+  {
+    auto full = std::move(log.sink("/dev/full")).value();
+    full->write(record(0));
+    full->flush();
+    auto healthy = std::move(log.sink(dir.file("a.jsonl"))).value();
+    healthy->write(record(0));
+    healthy->flush();
+  }
+  log.closeUnused();
+  std::vector<std::shared_ptr<AuditSink>> open = log.sinks();
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0]->path(), "/dev/full");
+  EXPECT_EQ(open[0]->status().pending_records, 1u);
+}
+
 }  // namespace
 }  // namespace sluice::proxy::audit

@@ -91,8 +91,7 @@ std::string chainOf(std::string_view previous, std::string_view body) {
 Result<std::unique_ptr<AuditSink>, std::string> AuditSink::open(const std::string& path,
                                                                 Options options) {
   if (path == "-") {
-    return onDescriptor(path, STDOUT_FILENO, false, std::string(kGenesisChain),
-                        std::move(options));
+    return onDescriptor(path, STDOUT_FILENO, false, std::string(kGenesisChain), std::move(options));
   }
   // Created private: audit lines name every host a sandbox asked for. An existing file keeps
   // its mode. O_APPEND: the chain is read back from the end, and what is written goes there.
@@ -181,19 +180,21 @@ void AuditSink::writeKept() {
                                   .count(),
                               std::memory_order_relaxed);
       failing_.store(true, std::memory_order_release);
-      spdlog::error("audit log {}: cannot write: {}; its records are kept and retried, and the "
-                    "sandboxes writing to it are refused (503 audit_unavailable) until it can be "
-                    "written",
-                    path_, std::strerror(error));
+      spdlog::error(
+          "audit log {}: cannot write: {}; its records are kept and retried, and the "
+          "sandboxes writing to it are refused (503 audit_unavailable) until it can be "
+          "written",
+          path_, std::strerror(error));
     }
     return;
   }
   if (was_failing) {
     failing_.store(false, std::memory_order_release);
     failing_since_ms_.store(0, std::memory_order_relaxed);
-    spdlog::warn("audit log {}: written again, every kept record with it; its sandboxes are "
-                 "served again",
-                 path_);
+    spdlog::warn(
+        "audit log {}: written again, every kept record with it; its sandboxes are "
+        "served again",
+        path_);
   }
 }
 
@@ -223,12 +224,11 @@ std::string AuditSink::describeFailure() const {
     return {};
   }
   std::string since;
-  appendTimestamp(since, std::chrono::system_clock::time_point(
-                             std::chrono::milliseconds(s.failing_since_ms)));
+  appendTimestamp(
+      since, std::chrono::system_clock::time_point(std::chrono::milliseconds(s.failing_since_ms)));
   return "audit log " + path_ + ": cannot write: " + std::strerror(s.error) + " since " + since +
-         "; " + std::to_string(s.pending_records) + " records (" +
-         std::to_string(s.pending_bytes) + " bytes) kept; new requests refused " +
-         "(503 audit_unavailable)";
+         "; " + std::to_string(s.pending_records) + " records (" + std::to_string(s.pending_bytes) +
+         " bytes) kept; new requests refused " + "(503 audit_unavailable)";
 }
 
 std::uint64_t AuditSink::records() const {

@@ -97,11 +97,11 @@ class AuditSink {
 
   struct Status {
     bool failing = false;
-    int error = 0;                  // errno of the last failed write while failing
+    int error = 0;                      // errno of the last failed write while failing
     std::int64_t failing_since_ms = 0;  // system clock, ms since the epoch; 0 when healthy
     std::uint64_t pending_bytes = 0;    // as of the last flush
     std::uint64_t pending_records = 0;
-    std::uint64_t write_failures = 0;   // failed attempts to write, ever
+    std::uint64_t write_failures = 0;  // failed attempts to write, ever
     std::uint64_t refused_connections = 0;
   };
   Status status() const;
@@ -123,8 +123,8 @@ class AuditSink {
   // implicit fetch per call cost as much as the hash.
   EVP_MD* sha256_ = nullptr;
   EVP_MD_CTX* digest_ = nullptr;  // guarded by mutex_
-  std::string line_;            // guarded by mutex_: reused, so a record allocates nothing
-  std::uint64_t records_ = 0;   // guarded by mutex_
+  std::string line_;              // guarded by mutex_: reused, so a record allocates nothing
+  std::uint64_t records_ = 0;     // guarded by mutex_
   std::atomic<bool> unflushed_{false};
   // Written under mutex_, read anywhere.
   std::atomic<bool> failing_{false};

@@ -23,7 +23,7 @@ constexpr std::size_t kMethodCap = 32;
 constexpr std::size_t kSniCap = 512;
 constexpr std::size_t kHostCap = 512;
 constexpr std::size_t kUrlCap = 4096;
-constexpr std::size_t kFixedMax = 900;     // everything sluice writes itself, addrs empty
+constexpr std::size_t kFixedMax = 900;      // everything sluice writes itself, addrs empty
 constexpr std::size_t kPerAddressMax = 48;  // 45 characters of IPv6 text, quotes, a comma
 constexpr std::size_t kTruncatedMax = 120;  // ,"truncated":{4 fields with 20-digit lengths}
 // The whole record (up to `,"chain"`; the chain member adds 77 bytes) without addresses.
@@ -228,8 +228,8 @@ TEST(AuditRecordCaps, ACutNeverSplitsACharacterOrAnEscape) {
   const Case cases[] = {
       {a4094 + "\xe2\x82\xac", a4094, true},  // a 3-byte character over the cap by one
       {a4094 + "\xc3\xbc", a4094 + "\xc3\xbc", false},
-      {a4095 + "\\", a4095, true},              // an escape over the cap by one
-      {a4095 + "\xff", a4095, true},            // a non-UTF-8 byte over the cap by one
+      {a4095 + "\\", a4095, true},                 // an escape over the cap by one
+      {a4095 + "\xff", a4095, true},               // a non-UTF-8 byte over the cap by one
       {a4090 + "\x01", a4090 + "\\u0001", false},  // exactly the cap
       {a4090 + "\x01" + "b", a4090 + "\\u0001", true},
   };
@@ -266,9 +266,9 @@ AuditRecord longestFixedPart(std::vector<policy::IpAddress>& addrs, std::size_t 
   // The longest text IpAddress::format writes.
   policy::IpAddress longest;
   std::size_t longest_length = 0;
-  for (std::string_view text : {"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
-                                "::ffff:255.255.255.255", "1111:2222:3333:4444:5555:6666:7777:8888",
-                                "::255.255.255.255", "64:ff9b::255.255.255.255"}) {
+  for (std::string_view text : {"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "::ffff:255.255.255.255",
+                                "1111:2222:3333:4444:5555:6666:7777:8888", "::255.255.255.255",
+                                "64:ff9b::255.255.255.255"}) {
     policy::IpAddress ip = *policy::IpAddress::parse(text);
     char buf[policy::IpAddress::kMaxTextLength + 1];
     if (std::size_t n = ip.format(buf); n > longest_length) {

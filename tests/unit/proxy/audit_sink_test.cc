@@ -28,7 +28,7 @@ struct FakeFile {
   std::size_t room = SIZE_MAX;          // bytes it takes before it is full
   int fail_with = 0;                    // errno of every call while set
   bool interrupt_every_other = false;
-  bool take_nothing = false;            // returns 0
+  bool take_nothing = false;  // returns 0
   int calls = 0;
 
   WriteFunction function() {

@@ -17,12 +17,14 @@ import tempfile
 import pytest
 
 import audit
+import clients
 import expect
 from admin_client import Admin, with_admin
 from clients import open_tls_tunnel
 from http1 import HttpReader, request_bytes
 from netutil import clean_env, free_port, wait_until
 from oracles import cdn_hits, marker
+from sandbox_pair import A, B, two_sandboxes
 from sluice_proc import PROXY_ADDRESS
 from tlsraw import HandshakeFailed, PlainStream, TLSStream
 
@@ -158,6 +160,40 @@ def test_kept_records_past_the_cap_close_new_connections_unread(make_gw):
     assert data == b"", data
     admin.wait_for(lambda scrape: None if audit_gauges(scrape, "/dev/full")[
         "sluice_audit_refused_connections_total"] >= 2 else "not counted", "refusal counted")
+
+
+def test_a_sandbox_audit_file_that_fails_stops_only_its_own_sandbox(make_gw, bed):
+    """A sandbox's own `audit:` on /dev/full: that sandbox is refused 503 audit_unavailable, the
+    other one (on the global log) is served and on record as usual."""
+    def edit(config, workdir, admin_port):
+        two_sandboxes(bed)(config, workdir)
+        config["sandboxes"][1]["audit"] = "/dev/full"
+    g = make_gw(edit=with_admin(edit))
+    admin = Admin(g.sluice)
+    beta = g.sluice.sandbox_view(B)
+
+    def beta_get(path):
+        return clients.forward(beta.address, [request_bytes(
+            "GET", g.url("other.test", path, "http"), "other.test:%d" % g.p, keep_alive=False)])
+
+    m = marker()
+    first = beta_get("/whoami.txt?first-" + m)  # forwarded: its record is the one that fails
+    assert first.final is not None and first.final.status == 200, first.final
+    one_line_denial(beta_get("/whoami.txt?second-" + m).final, "audit_unavailable")
+    mark = g.audit.mark()
+    alpha = g.tunnel("allowed.test", [request_bytes("GET", "/whoami.txt?alpha-" + m,
+                                                    "allowed.test", keep_alive=False)])
+    assert alpha.final.status == 200, alpha.final
+    expect.record(g.audit.one(mark, lambda r: m in (r["url"] or "")), sandbox=A,
+                  decision="allow", status=200)
+    hits = [e["uri"] for e in cdn_hits(bed, m)]
+    assert sorted(hits) == sorted(["/whoami.txt?first-" + m, "/whoami.txt?alpha-" + m]), hits
+    health = admin.get("/healthz")
+    assert health.status == 503 and health.body.count(b"\n") == 1, health.body
+    assert health.body.startswith(b"audit log /dev/full: cannot write: "), health.body
+    scrape = admin.scrape()
+    assert audit_gauges(scrape, "/dev/full")["sluice_audit_unavailable"] == 1
+    assert audit_gauges(scrape, g.audit.path)["sluice_audit_unavailable"] == 0
 
 
 # --- recovery, on a filesystem that fills and empties ------------------------------------------

@@ -348,8 +348,8 @@ std::string renderPrometheus(const GatewayMetrics& gateway,
                     sandbox.metrics->request_duration);
   }
 
-  // The audit files (SPEC §6: a record that cannot be written is kept, and the sandboxes that
-  // write there are refused meanwhile).
+  // The audit files: a record that cannot be written is kept, and the sandboxes that write
+  // there are refused meanwhile, so an operator must see which file and how much it keeps.
   struct AuditFamily {
     std::string_view name;
     std::string_view type;

@@ -30,7 +30,7 @@ FAMILY_TYPES = {
     "sluice_dns_lookup_seconds": "histogram",
     "sluice_upstream_connect_seconds": "histogram",
     "sluice_request_duration_seconds": "histogram",
-    # per audit file (SPEC §6: records kept while the file cannot be written)
+    # per audit file: whether it can be written, the records kept while it cannot
     "sluice_audit_unavailable": "gauge",
     "sluice_audit_pending_records": "gauge",
     "sluice_audit_pending_bytes": "gauge",

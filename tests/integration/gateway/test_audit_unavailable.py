@@ -1,8 +1,8 @@
-"""SPEC §6, "no request goes unrecorded", and SPEC §5.4's `audit_unavailable`: when a record
-cannot be written, sluice keeps it, retries, and meanwhile answers the sandbox's new requests
-503 `audit_unavailable` (each such answer is a record too, kept like the others); /healthz and
-/metrics say so; once a write succeeds again every kept record goes out in order, the chain
-intact, and the sandbox is served again without a restart.
+"""No request goes unrecorded: when a record cannot be written, sluice keeps it, retries, and
+meanwhile answers the sandbox's new requests 503 `audit_unavailable` (each such answer is a
+record too, kept like the others); /healthz and /metrics say so; once a write succeeds again
+every kept record goes out in order, the chain intact, and the sandbox is served again without
+a restart.
 
 Two devices that refuse writes: /dev/full (every write fails with ENOSPC, for ever) and a small
 tmpfs this module mounts and fills (root only; skipped with the reason where mounting is not
@@ -53,7 +53,7 @@ def audit_gauges(scrape, path):
 
 
 def one_line_denial(resp, reason):
-    """SPEC §5.4: status, Sluice-Reason, Proxy-Status, a one-line text body; then close."""
+    """sluice's own answer: status, Sluice-Reason, Proxy-Status, a one-line text body, close."""
     expect.denial(resp, 503, reason)
     assert resp.reason.startswith("Service Unavailable"), resp.reason
     assert resp.body.startswith(b"sluice: " + reason.encode()), resp.body

@@ -466,6 +466,14 @@ void Worker::serve(const ListenSocket& socket, int fd) {
     busy_.fetch_sub(1);
     return;
   }
+  if (view->audit != nullptr && view->audit->overPendingLimit()) {
+    // Its audit file keeps as many unwritten records as it may, and a request read now would
+    // add one. Closed before a byte is read: nothing was asked, nothing is owed a record.
+    view->audit->countRefusedConnection();
+    ::close(fd);
+    busy_.fetch_sub(1);
+    return;
+  }
   std::uint64_t id = state_.next_connection_id.fetch_add(1);
   auto owned = std::make_unique<session::Session>(
       *context_, generation, *view, id,

@@ -3,12 +3,12 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <spdlog/logger.h>
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace sluice::proxy::audit {
@@ -88,43 +88,48 @@ std::string chainOf(std::string_view previous, std::string_view body) {
   return hex;
 }
 
-Result<std::unique_ptr<AuditSink>, std::string> AuditSink::open(const std::string& path) {
-  std::shared_ptr<spdlog::logger> logger;
-  std::string chain(kGenesisChain);
+Result<std::unique_ptr<AuditSink>, std::string> AuditSink::open(const std::string& path,
+                                                                Options options) {
   if (path == "-") {
-    logger = std::make_shared<spdlog::logger>(
-        "audit", std::make_shared<spdlog::sinks::stdout_sink_mt>());
-  } else {
-    // Create it private before spdlog opens it: audit lines name every host a sandbox asked
-    // for. An existing file keeps its mode.
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      return Err{"audit log " + path + ": " + std::strerror(errno)};
-    }
-    ::close(fd);
-    chain = lastChain(path);
-    try {
-      logger = std::make_shared<spdlog::logger>(
-          "audit", std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false));
-    } catch (const std::exception& e) {
-      return Err{"audit log " + path + ": " + e.what()};
-    }
+    return onDescriptor(path, STDOUT_FILENO, false, std::string(kGenesisChain), std::move(options));
   }
-  logger->set_pattern("%v");
-  logger->set_level(spdlog::level::info);
-  logger->flush_on(spdlog::level::off);  // AuditSink::flush() decides
-  return std::unique_ptr<AuditSink>(new AuditSink(path, std::move(logger), std::move(chain)));
+  // Created private: audit lines name every host a sandbox asked for. An existing file keeps
+  // its mode. O_APPEND: the chain is read back from the end, and what is written goes there.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return Err{"audit log " + path + ": " + std::strerror(errno)};
+  }
+  return onDescriptor(path, fd, true, lastChain(path), std::move(options));
 }
 
-AuditSink::AuditSink(std::string path, std::shared_ptr<spdlog::logger> logger, std::string chain)
+std::unique_ptr<AuditSink> AuditSink::onDescriptor(std::string path, int fd, bool owns_fd,
+                                                   std::string chain, Options options) {
+  return std::unique_ptr<AuditSink>(
+      new AuditSink(std::move(path), fd, owns_fd, std::move(chain), std::move(options)));
+}
+
+AuditSink::AuditSink(std::string path, int fd, bool owns_fd, std::string chain, Options options)
     : path_(std::move(path)),
-      logger_(std::move(logger)),
+      pending_limit_(options.pending_limit),
+      file_(std::make_shared<AuditFileSink>(fd, owns_fd, std::move(options.write))),
+      logger_(std::make_shared<spdlog::logger>("audit", file_)),
       previous_chain_(std::move(chain)),
       sha256_(EVP_MD_fetch(nullptr, "SHA256", nullptr)),
-      digest_(EVP_MD_CTX_new()) {}
+      digest_(EVP_MD_CTX_new()) {
+  logger_->set_level(spdlog::level::info);
+  logger_->flush_on(spdlog::level::off);  // flush() decides
+}
 
 AuditSink::~AuditSink() {
-  logger_->flush();
+  {
+    std::lock_guard lock(mutex_);
+    writeKept();
+    if (failing_.load(std::memory_order_relaxed)) {
+      spdlog::error("audit log {}: {} records ({} bytes) could not be written and are lost: {}",
+                    path_, file_->pendingLines(), file_->pendingBytes(),
+                    std::strerror(error_.load(std::memory_order_relaxed)));
+    }
+  }
   EVP_MD_CTX_free(digest_);
   EVP_MD_free(sha256_);
 }
@@ -144,7 +149,7 @@ void AuditSink::write(const AuditRecord& record) {
   line_ += kChainMember;
   line_ += previous_chain_;
   line_ += "\"}";
-  logger_->info(std::string_view(line_));
+  logger_->info(std::string_view(line_));  // kept by the file sink until a write takes it
   ++records_;
   unflushed_.store(true, std::memory_order_release);
 }
@@ -155,8 +160,75 @@ void AuditSink::flush() {
   }
   std::lock_guard lock(mutex_);
   if (unflushed_.exchange(false, std::memory_order_acq_rel)) {
-    logger_->flush();
+    writeKept();
   }
+}
+
+void AuditSink::writeKept() {
+  logger_->flush();  // the file sink's writePending(); spdlog's flush never throws from it
+  int error = file_->lastError();
+  pending_bytes_.store(file_->pendingBytes(), std::memory_order_relaxed);
+  pending_records_.store(file_->pendingLines(), std::memory_order_relaxed);
+  bool was_failing = failing_.load(std::memory_order_relaxed);
+  if (error != 0) {
+    write_failures_.fetch_add(1, std::memory_order_relaxed);
+    error_.store(error, std::memory_order_relaxed);
+    unflushed_.store(true, std::memory_order_release);  // every later flush tries again
+    if (!was_failing) {
+      failing_since_ms_.store(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count(),
+                              std::memory_order_relaxed);
+      failing_.store(true, std::memory_order_release);
+      spdlog::error(
+          "audit log {}: cannot write: {}; its records are kept and retried, and the "
+          "sandboxes writing to it are refused (503 audit_unavailable) until it can be "
+          "written",
+          path_, std::strerror(error));
+    }
+    return;
+  }
+  if (was_failing) {
+    failing_.store(false, std::memory_order_release);
+    failing_since_ms_.store(0, std::memory_order_relaxed);
+    spdlog::warn(
+        "audit log {}: written again, every kept record with it; its sandboxes are "
+        "served again",
+        path_);
+  }
+}
+
+bool AuditSink::overPendingLimit() const {
+  return !available() && pending_bytes_.load(std::memory_order_relaxed) > pending_limit_;
+}
+
+void AuditSink::countRefusedConnection() {
+  refused_connections_.fetch_add(1, std::memory_order_relaxed);
+}
+
+AuditSink::Status AuditSink::status() const {
+  Status s;
+  s.failing = failing_.load(std::memory_order_acquire);
+  s.error = s.failing ? error_.load(std::memory_order_relaxed) : 0;
+  s.failing_since_ms = failing_since_ms_.load(std::memory_order_relaxed);
+  s.pending_bytes = pending_bytes_.load(std::memory_order_relaxed);
+  s.pending_records = pending_records_.load(std::memory_order_relaxed);
+  s.write_failures = write_failures_.load(std::memory_order_relaxed);
+  s.refused_connections = refused_connections_.load(std::memory_order_relaxed);
+  return s;
+}
+
+std::string AuditSink::describeFailure() const {
+  Status s = status();
+  if (!s.failing) {
+    return {};
+  }
+  std::string since;
+  appendTimestamp(
+      since, std::chrono::system_clock::time_point(std::chrono::milliseconds(s.failing_since_ms)));
+  return "audit log " + path_ + ": cannot write: " + std::strerror(s.error) + " since " + since +
+         "; " + std::to_string(s.pending_records) + " records (" + std::to_string(s.pending_bytes) +
+         " bytes) kept; new requests refused " + "(503 audit_unavailable)";
 }
 
 std::uint64_t AuditSink::records() const {
@@ -180,7 +252,31 @@ Result<std::shared_ptr<AuditSink>, std::string> AuditLog::sink(const std::string
 
 void AuditLog::closeUnused() {
   std::lock_guard lock(mutex_);
-  std::erase_if(by_path_, [](const auto& entry) { return entry.second.use_count() == 1; });
+  // A file that still keeps records stays open, and retry() goes on with it, even when no
+  // sandbox writes there any more (a reload that moved them off a full disk): closing it would
+  // lose them.
+  std::erase_if(by_path_, [](const auto& entry) {
+    return entry.second.use_count() == 1 && entry.second->available();
+  });
+}
+
+std::vector<std::shared_ptr<AuditSink>> AuditLog::sinks() {
+  std::lock_guard lock(mutex_);
+  std::vector<std::shared_ptr<AuditSink>> out;
+  out.reserve(by_path_.size());
+  for (const auto& [path, sink] : by_path_) {
+    out.push_back(sink);
+  }
+  return out;
+}
+
+void AuditLog::retry() {
+  // Outside the registry's lock: a write may take time, and sink() must not wait for it.
+  for (const std::shared_ptr<AuditSink>& sink : sinks()) {
+    if (!sink->available()) {
+      sink->flush();
+    }
+  }
 }
 
 }  // namespace sluice::proxy::audit

@@ -495,6 +495,21 @@ void Session::deny(policy::Reason reason, std::string_view detail) {
   finishConnection();
 }
 
+bool Session::refuseIfAuditUnavailable() {
+  if (view_->audit == nullptr || view_->audit->available()) {
+    return false;
+  }
+  constexpr std::string_view kDetail = "the audit log cannot be written; try again later";
+  if (state_ == State::ReadingClientHello) {
+    // No TLS session to answer over: an alert, as for any refused ClientHello.
+    refuseTunnel(policy::Reason::AuditUnavailable, tls::kAlertInternalError, kDetail);
+  } else {
+    describeRefusedHead();  // what was asked, for its record
+    deny(policy::Reason::AuditUnavailable, kDetail);
+  }
+  return true;
+}
+
 void Session::writeAudit(policy::Verdict verdict, policy::Reason reason, int status) {
   if (view_->audit == nullptr) {
     return;

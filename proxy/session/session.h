@@ -244,6 +244,10 @@ class Session : private io::TcpStream::Handler,
   void deny(policy::Reason reason, std::string_view detail);
   // Refuses a tunnel whose TLS never started: an alert where one can be sent, then close.
   void refuseTunnel(policy::Reason reason, std::uint8_t alert, std::string_view detail);
+  // A new request (a head, a CONNECT, a redirected ClientHello) while this sandbox's audit file
+  // cannot be written: refused, audit_unavailable, its record kept with the others. True when
+  // it was; the one place that check is made.
+  bool refuseIfAuditUnavailable();
   void writeAudit(policy::Verdict verdict, policy::Reason reason, int status);
   // Hands this connection's buffered audit records to the OS (before the client is closed).
   void flushAudit();

@@ -144,7 +144,7 @@ bool Session::overRequestRate() {
 }
 
 void Session::onRequestHead() {
-  if (!takeUpCurrentGeneration()) {
+  if (!takeUpCurrentGeneration() || refuseIfAuditUnavailable()) {
     return;
   }
   const http::RequestHead& head = request_parser_.head();

@@ -26,7 +26,7 @@ using tls::kAlertUnrecognizedName;
 }  // namespace
 
 void Session::onConnectHead() {
-  if (!takeUpCurrentGeneration()) {
+  if (!takeUpCurrentGeneration() || refuseIfAuditUnavailable()) {
     return;
   }
   const http::RequestHead& head = request_parser_.head();
@@ -167,6 +167,10 @@ void Session::processClientHello() {
       break;
   }
   sni_state_ = facts.sni_state;
+  // A redirected connection's tunnel is a new request; after a CONNECT, the CONNECT was.
+  if (mode_ == audit::Mode::Transparent && refuseIfAuditUnavailable()) {
+    return;
+  }
   policy::Decision d = policy::decide(sandbox(), facts);
   exchange_.rule = d.rule != nullptr ? d.rule->name : std::string();
   if (!d.forwards()) {

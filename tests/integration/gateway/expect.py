@@ -31,6 +31,8 @@ PROXY_STATUS = {
     # per-sandbox limits: 429 for the request rate, 503 for the connection limit
     "rate_limited": {"http_request_denied"},
     "too_many_connections": {"connection_limit_reached"},
+    # a record that cannot be written keeps the sandbox's new requests out
+    "audit_unavailable": {"proxy_internal_error"},
 }
 
 

@@ -29,29 +29,8 @@ bool isHex64(std::string_view s) {
   return true;
 }
 
-// The chain value of the last complete line of an existing file, or the genesis value.
-std::string lastChain(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return std::string(kGenesisChain);
-  }
-  struct stat st {};
-  std::string tail;
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
-    off_t want = std::min<off_t>(st.st_size, 64 * 1024);
-    tail.resize(static_cast<std::size_t>(want));
-    ssize_t n = ::pread(fd, tail.data(), tail.size(), st.st_size - want);
-    tail.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-  }
-  ::close(fd);
-  // The last complete line ends at the last '\n'; a partial line after it (a crash mid-write)
-  // is not part of the chain.
-  std::string_view text = tail;
-  std::size_t end = text.rfind('\n');
-  if (end == std::string_view::npos) {
-    return std::string(kGenesisChain);
-  }
-  text = text.substr(0, end);
+// The chain value of the last line in `text` (its complete lines), or the genesis value.
+std::string chainOfLastLine(std::string_view text) {
   std::size_t start = text.rfind('\n');
   std::string_view line = start == std::string_view::npos ? text : text.substr(start + 1);
   std::size_t at = line.rfind(kChainMember);
@@ -61,6 +40,65 @@ std::string lastChain(const std::string& path) {
   std::string_view value = line.substr(at + kChainMember.size());
   value = value.substr(0, value.find('"'));
   return isHex64(value) ? std::string(value) : std::string(kGenesisChain);
+}
+
+// Moves a torn last line (a flush cut by a crash: SIGKILL can stop a write(2) between pages)
+// out of the way, into PATH.torn, so the records appended next continue the chain on a line of
+// their own. The fragment's request never got its whole answer (a record is written before the
+// answer it describes completes), so nothing on record is lost; the fragment is kept as found.
+// False when the fragment could not be saved: the file is then left as it is.
+bool setAsideTornLine(int fd, const std::string& path, off_t keep, std::string_view fragment) {
+  const std::string torn_path = path + ".torn";
+  int torn = ::open(torn_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (torn < 0) {
+    spdlog::error("audit log {}: its last line is incomplete and {} cannot be written: {}", path,
+                  torn_path, std::strerror(errno));
+    return false;
+  }
+  std::string saved(fragment);
+  saved += '\n';
+  bool written = ::write(torn, saved.data(), saved.size()) == static_cast<ssize_t>(saved.size());
+  ::close(torn);
+  if (!written || ::ftruncate(fd, keep) != 0) {
+    spdlog::error("audit log {}: its incomplete last line could not be set aside: {}", path,
+                  std::strerror(errno));
+    return false;
+  }
+  spdlog::warn("audit log {}: its last line was incomplete ({} bytes, cut by a crash); moved to {}",
+               path, fragment.size(), torn_path);
+  return true;
+}
+
+// Where an existing file's chain goes on: the chain value of its last complete line (the
+// genesis value for an empty file), after setting a torn last line aside. Records are at most a
+// few KiB, so the last 64 KiB hold the last complete line.
+std::string continueChain(int fd, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size == 0) {
+    return std::string(kGenesisChain);
+  }
+  const off_t from = st.st_size - std::min<off_t>(st.st_size, 64 * 1024);
+  std::string tail(static_cast<std::size_t>(st.st_size - from), '\0');
+  ssize_t n = ::pread(fd, tail.data(), tail.size(), from);
+  tail.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  std::string_view text = tail;
+  if (text.empty() || text.back() == '\n') {
+    return text.empty() ? std::string(kGenesisChain)
+                        : chainOfLastLine(text.substr(0, text.size() - 1));
+  }
+  std::size_t end = text.rfind('\n');
+  if (end == std::string_view::npos && from > 0) {
+    // Not a log sluice wrote (no line end in 64 KiB): its records start on a line of their own,
+    // and `audit verify` will name the line before them.
+    spdlog::error("audit log {}: not a sluice audit log (no line end in its last 64 KiB)", path);
+    (void)!::write(fd, "\n", 1);
+    return std::string(kGenesisChain);
+  }
+  const std::size_t kept = end == std::string_view::npos ? 0 : end + 1;
+  if (!setAsideTornLine(fd, path, from + static_cast<off_t>(kept), text.substr(kept))) {
+    (void)!::write(fd, "\n", 1);
+  }
+  return kept == 0 ? std::string(kGenesisChain) : chainOfLastLine(text.substr(0, kept - 1));
 }
 
 void appendHex(std::string& out, const unsigned char* digest, unsigned length) {
@@ -94,12 +132,14 @@ Result<std::unique_ptr<AuditSink>, std::string> AuditSink::open(const std::strin
     return onDescriptor(path, STDOUT_FILENO, false, std::string(kGenesisChain), std::move(options));
   }
   // Created private: audit lines name every host a sandbox asked for. An existing file keeps
-  // its mode. O_APPEND: the chain is read back from the end, and what is written goes there.
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  // its mode. Read and append: the chain is read back from the end (a torn last line set
+  // aside), and what is written goes there.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) {
     return Err{"audit log " + path + ": " + std::strerror(errno)};
   }
-  return onDescriptor(path, fd, true, lastChain(path), std::move(options));
+  std::string chain = continueChain(fd, path);
+  return onDescriptor(path, fd, true, std::move(chain), std::move(options));
 }
 
 std::unique_ptr<AuditSink> AuditSink::onDescriptor(std::string path, int fd, bool owns_fd,

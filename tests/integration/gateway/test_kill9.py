@@ -84,3 +84,35 @@ def test_sigkill_under_load_keeps_every_answered_record_and_the_chain(start_slui
     assert cut, "no request was under way at the kill"
     for rec in records:
         check_shape(rec)
+
+
+def test_a_record_torn_by_a_kill_is_set_aside_at_restart(start_sluice, bed, sluice_binary):
+    """A flush cut by SIGKILL between pages leaves a torn last line. The restarted sluice moves
+    it to PATH.torn (kept as found) and continues the chain on a line of its own, so the log
+    verifies and every complete response keeps its record."""
+    s = start_sluice()
+    proxy = Proxy("sbx1", s.address, s.ca_pem)
+    before = load_until(proxy, bed, 20, seed=3)
+    os.kill(s.proc.pid, signal.SIGKILL)
+    assert s.proc.wait(timeout=30) == -signal.SIGKILL
+    killed = before.stop()
+    path = s.config["audit"]["path"]
+    fragment = '{"ts":"2026-12-01T16:28:01.123Z","sandbox":"sbx1","co'
+    with open(path, "a") as f:
+        f.write(fragment)  # what a write(2) stopped at a page boundary leaves
+
+    s.start()
+    after = load_until(proxy, bed, 20, seed=4)
+    restarted = after.stop()
+    assert s.stop() == 0, s.stderr()[-3000:]
+    s.exit_checked = True
+
+    res = subprocess.run([sluice_binary, "audit", "verify", path], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    with open(path + ".torn") as f:
+        assert f.read() == fragment + "\n"
+    assert "last line was incomplete" in s.stderr()
+    missing = sb.unrecorded([o for o in killed + restarted if o.complete],
+                            sb.records_by_marker(s.audit.records()))
+    assert not missing, "\n".join(missing[:20])

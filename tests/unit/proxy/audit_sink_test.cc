@@ -308,6 +308,41 @@ TEST(AuditSink, ARealFileIsWrittenAndItsChainContinuedAfterAReopen) {
   expectWholeChainedLog(test_support::readFile(path), 3);
 }
 
+// A flush cut by a crash leaves a torn last line; the restarted sink sets it aside in
+// PATH.torn and continues the chain from the last complete line, on a line of its own.
+TEST(AuditSink, ATornLastLineIsSetAsideAndTheChainContinues) {
+  test_support::TempDir dir;
+  std::string path = dir.file("audit.jsonl");
+  {
+    auto sink = std::move(AuditSink::open(path)).value();
+    sink->write(record(0));
+    sink->write(record(1));
+    sink->flush();
+  }
+  const std::string fragment = R"({"ts":"2026-12-01T16:)";
+  test_support::writeFile(path, test_support::readFile(path) + fragment);
+  {
+    auto sink = std::move(AuditSink::open(path)).value();
+    sink->write(record(2));
+    sink->flush();
+  }
+  expectWholeChainedLog(test_support::readFile(path), 3);
+  EXPECT_EQ(test_support::readFile(path + ".torn"), fragment + "\n");
+}
+
+// A file that is one torn line and nothing else starts over from the genesis value.
+TEST(AuditSink, AFileOfOnlyATornLineStartsTheChainAfresh) {
+  test_support::TempDir dir;
+  std::string path = dir.file("audit.jsonl");
+  test_support::writeFile(path, R"({"ts":"2026)");
+  {
+    auto sink = std::move(AuditSink::open(path)).value();
+    sink->write(record(0));
+    sink->flush();
+  }
+  expectWholeChainedLog(test_support::readFile(path), 1);
+}
+
 TEST(AuditLog, RetryTriesUnavailableSinksAgain) {
   AuditLog log;
   auto full = std::move(log.sink("/dev/full")).value();

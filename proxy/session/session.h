@@ -206,13 +206,16 @@ class Session : private io::TcpStream::Handler,
   void pumpUpstreamTls();
   void flushUpstreamTls();
   void startExchange();
-  // inject_fields_: the rule's injected headers, which replace the sandbox's in the head sluice
-  // writes; sets exchange_.injected.
+  // inject_fields_: the rule's injected headers (and Accept-Encoding: identity when there are
+  // any), which replace the sandbox's in the head sluice writes; sets exchange_.injected.
   void injectSecrets();
   std::string canonicalAuthority() const;
   void onResponseHead();
   // A response head to the client: masked when the exchange injected a secret.
   void sendResponseHead(std::string_view head);
+  // The answer to an injecting exchange has a content coding sluice cannot look into: 502
+  // instead of forwarding it. True when it did.
+  bool refuseEncodedResponse(const http::ResponseHead& head);
   // A piece of the response body to the client, in the client's framing (masked first when
   // this exchange injected a secret); flushResponseMask() sends what masking held back.
   void sendResponseBody(std::span<const char> data);

@@ -530,6 +530,9 @@ void Session::onResponseHead() {
   if (!exchange_.request_keep_alive || draining_ || exchange_.client_wants_close) {
     close_after_exchange_ = true;
   }
+  if (refuseEncodedResponse(head)) {
+    return;
+  }
   // An upstream that echoes the request must not hand the sandbox the secret, in any form the
   // masking knows (README, "Credential brokering").
   response_mask_.reset(exchange_.injected ? &generation_->secrets->patterns() : nullptr);

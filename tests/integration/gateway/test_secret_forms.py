@@ -3,16 +3,20 @@
 what it received as base64, base64url, percent-encoding or hex, with or without padding, at
 every alignment, in the response head and body, in one piece or trickled a few bytes per
 chunk; the sandbox must not be able to decode any four consecutive bytes of a secret out of
-what it gets. Rules that inject nothing are untouched.
+what it gets. A compressed answer cannot be looked into: on an injecting rule sluice asks for
+`Accept-Encoding: identity`, and an origin that compresses anyway gets its answer refused
+(502, on record) instead of forwarded. Rules that inject nothing are untouched.
 """
 import base64
 import binascii
+import gzip
 import re
 import urllib.parse
 
 import pytest
 
 import clients
+import expect
 from gateway import Gateway, Runner
 from oracles import marker
 from reflector import ENCODERS, Reflector
@@ -178,3 +182,77 @@ def test_an_interim_answer_that_echoes_the_secret_is_masked(fgw, reflector):
     assert (hints.status, final.status, final.body) == (103, 200, b"done\n")
     assert len(hints.headers_named("Link")) == 2
     assert_nothing_recoverable(hints, API_KEY)
+
+
+# --- compression -------------------------------------------------------------------------------
+
+def test_a_compressed_answer_on_an_injecting_rule_is_refused(fgw, reflector):
+    """sluice asked for identity; the origin compressed anyway. sluice cannot look inside a
+    gzip stream, so the body is not forwarded: 502 before any byte of the answer, on record."""
+    m = marker()
+    mark = fgw.audit.mark()
+    ex = fetch(fgw, reflector, "/echo?enc=gzip&m=" + m,
+               extra=[("Accept-Encoding", "gzip")])
+    expect.denial(ex.final, 502, "upstream_connect")
+    assert b"compressed" in ex.final.body, ex.final.body
+    expect.closed(ex)
+    rec = fgw.audit.one(mark, lambda r: m in (r["url"] or ""))
+    expect.record(rec, decision="deny", reason="upstream_connect", status=502, rule="reflect",
+                  upstream="127.0.0.20:%d" % reflector.port)
+    # The origin was asked for identity, and ignored it.
+    [seen] = reflector.requests(m)
+    assert dict(seen["headers"])["accept-encoding"] == "identity"
+    for text in (ex.final.raw_head, ex.final.body, ex.tail):
+        assert API_KEY.encode() not in text and b"\x1f\x8b" not in text
+
+
+def test_a_transfer_coding_other_than_chunked_is_refused(fgw, reflector):
+    """`Transfer-Encoding: gzip, chunked`: the response parser refuses any transfer coding but
+    chunked, so it never reaches the masking."""
+    m = marker()
+    mark = fgw.audit.mark()
+    ex = fetch(fgw, reflector, "/echo?enc=te-gzip&m=" + m)
+    expect.denial(ex.final, 502, "upstream_connect")
+    rec = fgw.audit.one(mark, lambda r: m in (r["url"] or ""))
+    expect.record(rec, decision="deny", reason="upstream_connect", status=502)
+
+
+def test_a_bodiless_answer_with_a_content_coding_is_forwarded(fgw, reflector):
+    """A HEAD answer has no body to look into: its Content-Encoding hides nothing."""
+    ex = fetch(fgw, reflector, "/echo?enc=gzip", method="HEAD")
+    assert ex.final.status == 200, ex.final
+    assert ex.final.header("Content-Encoding") == "gzip"
+
+
+def test_a_sandbox_asking_for_gzip_on_an_injecting_rule_gets_identity(fgw, reflector):
+    """The sandbox's Accept-Encoding is replaced, not refused: its client still works, and the
+    answer is one sluice can mask."""
+    m = marker()
+    ex = fetch(fgw, reflector, "/negotiate?m=" + m,
+               extra=[("Accept-Encoding", "gzip, deflate, br")])
+    resp = ex.final
+    assert resp.status == 200, resp
+    assert resp.header("Content-Encoding") is None
+    assert resp.body == b"key=" + b"*" * len(API_KEY) + b"\n"
+    assert resp.header("X-Seen-Accept-Encoding") == "identity"
+    [seen] = reflector.requests(m)
+    assert [v for k, v in seen["headers"] if k == "accept-encoding"] == ["identity"]
+
+
+def test_curl_compressed_on_an_injecting_rule_still_works(fgw, reflector):
+    r = fgw.curl(fgw.url("allowed.test", "/negotiate", port=reflector.port), "--compressed")
+    assert r.http_code == 200, r.stderr
+    assert r.body == b"key=" + b"*" * len(API_KEY) + b"\n"
+
+
+def test_a_rule_that_injects_nothing_keeps_compression(fgw, reflector):
+    """other.test's rule injects no secret: its Accept-Encoding and the compressed answer pass
+    as they are (nothing to mask, nothing rewritten)."""
+    m = marker()
+    ex = fetch(fgw, reflector, "/negotiate?m=" + m, name="other.test",
+               extra=[("Accept-Encoding", "gzip")])
+    assert ex.final.status == 200, ex.final
+    assert ex.final.header("Content-Encoding") == "gzip"
+    assert gzip.decompress(ex.final.body) == b"key=not-a-secret\n"
+    [seen] = reflector.requests(m)
+    assert dict(seen["headers"])["accept-encoding"] == "gzip"

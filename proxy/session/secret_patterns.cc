@@ -155,7 +155,11 @@ class SecretPatterns::Builder {
   // so its row is complete already.
   void denseRows() {
     for (std::uint32_t node : order_) {
-      const bool wanted = trie_[node].depth <= 1 || trie_[node].children.size() >= kDenseChildren;
+      // A node where patterns end keeps its edges: a state with a row is then a plain offset,
+      // which the scan uses as it is, and the output check waits for the rare other states.
+      const bool wanted =
+          (trie_[node].depth <= 1 || trie_[node].children.size() >= kDenseChildren) &&
+          out_.nodes_[node].output == kNone;
       if (node == kRoot || (wanted && out_.row_node_.size() < kMaxDenseRows)) {
         out_.row_node_.push_back(node);
       }
@@ -164,25 +168,42 @@ class SecretPatterns::Builder {
     for (std::uint32_t node = 0; node < trie_.size(); ++node) {
       out_.code_[node] = kSparse | node;
     }
+    std::array<unsigned char, 257> member{};  // a byte of each class
+    out_.classes_ = 1;                        // class 0: bytes no pattern holds
+    std::array<bool, 256> used{};
+    for (unsigned char label : out_.labels_) {
+      used[label] = true;
+    }
+    for (unsigned c = 0; c < 256; ++c) {
+      if (used[c]) {
+        out_.class_of_[c] = static_cast<std::uint16_t>(out_.classes_);
+        member[out_.classes_++] = static_cast<unsigned char>(c);
+      } else {
+        out_.class_of_[c] = 0;
+        member[0] = static_cast<unsigned char>(c);
+      }
+    }
     for (std::size_t row = 0; row < out_.row_node_.size(); ++row) {
-      out_.code_[out_.row_node_[row]] = static_cast<State>(row << 8);
+      out_.code_[out_.row_node_[row]] = static_cast<State>(row * out_.classes_);
     }
     for (std::uint32_t node = 0; node < trie_.size(); ++node) {
       if (out_.nodes_[node].output != kNone) {
         out_.code_[node] |= kHasOutput;
       }
     }
-    out_.dense_.assign(out_.row_node_.size() * 256, out_.code_[kRoot]);
+    out_.dense_.assign(out_.row_node_.size() * out_.classes_, out_.code_[kRoot]);
     for (std::size_t row = 0; row < out_.row_node_.size(); ++row) {
       const std::uint32_t node = out_.row_node_[row];
-      State* transitions = out_.dense_.data() + row * 256;
-      for (unsigned c = 0; c < 256; ++c) {
-        const auto byte = static_cast<unsigned char>(c);
+      State* transitions = out_.dense_.data() + row * out_.classes_;
+      // Bytes of one class go to the same state from every node: no edge is labelled with
+      // the bytes of class 0, and every other class is one byte.
+      for (std::uint32_t k = 0; k < out_.classes_; ++k) {
+        const unsigned char byte = member[k];
         const std::uint32_t child = childOf(node, byte);
         if (child != kNone) {
-          transitions[c] = out_.code_[child];
+          transitions[k] = out_.code_[child];
         } else if (node != kRoot) {
-          transitions[c] = out_.next(out_.code_[trie_[node].fail], byte);
+          transitions[k] = out_.next(out_.code_[trie_[node].fail], byte);
         }
       }
     }
@@ -245,7 +266,7 @@ SecretPatterns::State SecretPatterns::sparseNext(std::uint32_t node, unsigned ch
     }
     const State fail = code_[n.fail];
     if ((fail & kSparse) == 0) {
-      return dense_[(fail & kValue) + c];
+      return dense_[(fail & kValue) + class_of_[c]];
     }
     node = fail & kValue;
   }
@@ -258,7 +279,9 @@ void SecretPatterns::matchNothing() {
   nodes_.assign(1, Node{});
   code_.assign(1, 0);  // row 0
   row_node_.assign(1, kRoot);
-  dense_.assign(256, 0);
+  class_of_.fill(0);
+  classes_ = 1;
+  dense_.assign(1, 0);
 }
 
 SecretPatterns SecretPatterns::build(std::span<const std::string_view> secrets) {
@@ -294,6 +317,8 @@ SecretPatterns& SecretPatterns::operator=(SecretPatterns&& other) noexcept {
     dense_ = std::move(other.dense_);
     outputs_ = std::move(other.outputs_);
     sets_ = std::move(other.sets_);
+    class_of_ = other.class_of_;
+    classes_ = other.classes_;
     any_before_ = other.any_before_;
     pattern_count_ = std::exchange(other.pattern_count_, 0);
     longest_match_ = std::exchange(other.longest_match_, 0);
@@ -315,6 +340,7 @@ void SecretPatterns::wipe() {
   wipeVector(dense_);
   wipeVector(outputs_);
   wipeVector(sets_);
+  OPENSSL_cleanse(class_of_.data(), sizeof(class_of_));  // says which bytes the secrets hold
   any_before_ = ByteSet();
 }
 

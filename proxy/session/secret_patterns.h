@@ -6,12 +6,14 @@
 // secrets, read-only.
 //
 // Representation: a trie of the patterns with failure links. The root, its children and any
-// node with many children have a complete row of 256 transitions (a scan spends most of its
-// bytes there, one load each); every other node has its few edges, so the memory is linear in
-// the patterns' total length. A step follows at most the failure links of the depth it
-// gained, so a scan is linear in the text. The patterns are secret material: every
-// array holding their bytes is wiped when the object goes.
+// node with many children have a complete row of transitions, one per class of bytes (each
+// byte some pattern holds is a class, all others are one), so the rows a scan spends most of
+// its bytes in stay small enough for the first-level cache, at one load per byte; every other
+// node has its few edges, so the memory is linear in the patterns' total length. A step follows at
+// most the failure links of the depth it gained, so a scan is linear in the text. The patterns are
+// secret material: every array holding their bytes is wiped when the object goes.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -67,7 +69,7 @@ class SecretPatterns {
   State start() const { return code_[kRoot]; }
   State next(State state, unsigned char c) const {
     if ((state & kSparse) == 0) {
-      return dense_[(state & kValue) + c];
+      return dense_[state + class_of_[c]];  // a state with a row has no flag set
     }
     return sparseNext(state & kValue, c);
   }
@@ -92,7 +94,7 @@ class SecretPatterns {
 
   State sparseNext(std::uint32_t node, unsigned char c) const;
   std::uint32_t nodeOf(State state) const {
-    return (state & kSparse) != 0 ? (state & kValue) : row_node_[(state & kValue) >> 8];
+    return (state & kSparse) != 0 ? (state & kValue) : row_node_[(state & kValue) / classes_];
   }
   void matchNothing();
   void wipe();
@@ -101,8 +103,10 @@ class SecretPatterns {
   std::vector<State> code_;            // each node's State
   std::vector<unsigned char> labels_;  // edges, grouped by node
   std::vector<std::uint32_t> targets_;
-  std::vector<State> dense_;             // 256 per node with a complete row
+  std::vector<State> dense_;             // classes_ per node with a complete row
   std::vector<std::uint32_t> row_node_;  // the node of each row
+  std::array<std::uint16_t, 256> class_of_{};
+  std::uint32_t classes_ = 1;
   std::vector<Output> outputs_;
   std::vector<ByteSet> sets_;
   ByteSet any_before_;

@@ -207,6 +207,8 @@ class SecretPatterns::Builder {
         }
       }
     }
+    OPENSSL_cleanse(member.data(), member.size());  // the bytes the secrets hold
+    OPENSSL_cleanse(used.data(), used.size());
   }
 
   void holdsAndOutputs() {

@@ -210,8 +210,16 @@ class Session : private io::TcpStream::Handler,
   void pumpUpstreamTls();
   void flushUpstreamTls();
   void startExchange();
+  // inject_fields_: the rule's injected headers (and Accept-Encoding: identity when there are
+  // any), which replace the sandbox's in the head sluice writes; sets exchange_.injected.
+  void injectSecrets();
   std::string canonicalAuthority() const;
   void onResponseHead();
+  // A response head to the client: masked when the exchange injected a secret.
+  void sendResponseHead(std::string_view head);
+  // The answer to an injecting exchange has a content coding sluice cannot look into: 502
+  // instead of forwarding it. True when it did.
+  bool refuseEncodedResponse(const http::ResponseHead& head);
   // A piece of the response body to the client, in the client's framing (masked first when
   // this exchange injected a secret); flushResponseMask() sends what masking held back.
   void sendResponseBody(std::span<const char> data);
@@ -306,9 +314,8 @@ class Session : private io::TcpStream::Handler,
   bool message_end_pending_ = false;  // after a head: its end may come without more bytes
   std::string scratch_;        // heads and frames being written; reused
   std::vector<http::HeaderField> inject_fields_;  // the rule's injected headers; reused
-  std::vector<std::string_view> injected_values_;  // their values, masked in the response
   SecretMask response_mask_;
-  std::string masked_;  // a response body piece after masking; reused
+  std::string masked_;  // a response head or body piece after masking; reused
   // HoldingBody: the decoded start of the body (a little over 64 KiB at most), scanned for
   // placeholders before anything is forwarded; sent ahead of the rest once the exchange starts.
   std::string held_body_;

@@ -321,17 +321,7 @@ void Session::startExchange() {
   ++upstream_->exchanges;
   const http::RequestHead& head = request_parser_.head();
   std::string host_value = canonicalAuthority();
-  // Credential brokering: each header the rule injects replaces the sandbox's.
-  inject_fields_.clear();
-  injected_values_.clear();
-  if (const policy::Rule* rule = exchange_.matched_rule) {
-    for (const policy::SecretInjection& injection : rule->inject) {
-      std::string_view value = generation_->secrets->value(injection.secret);
-      inject_fields_.push_back({injection.header, value});
-      injected_values_.push_back(value);
-    }
-  }
-  exchange_.injected = !inject_fields_.empty();
+  injectSecrets();  // credential brokering: the rule's headers replace the sandbox's
   scratch_.clear();
   http::writeRequestHead(scratch_, head, exchange_.origin_target, host_value, inject_fields_);
   sendUpstream(scratch_);
@@ -505,10 +495,12 @@ void Session::processUpstreamPlaintext(std::span<const char> data) {
       case http::EventKind::NeedMore:
         return;
       case http::EventKind::InterimHead:
+        // (103 Early Hints may echo the request too)
+        response_mask_.reset(exchange_.injected ? &generation_->secrets->patterns() : nullptr);
         scratch_.clear();
         http::writeResponseHead(scratch_, response_parser_.head(), http::ResponseFraming::None,
                                 false);
-        sendClient(scratch_);
+        sendResponseHead(scratch_);
         break;
       case http::EventKind::HeadComplete:
         onResponseHead();
@@ -546,16 +538,15 @@ void Session::onResponseHead() {
   if (!exchange_.request_keep_alive || draining_ || exchange_.client_wants_close) {
     close_after_exchange_ = true;
   }
+  if (refuseEncodedResponse(head)) {
+    return;
+  }
+  // An upstream that echoes the request must not hand the sandbox the secret, in any form the
+  // masking knows (README, "Credential brokering").
+  response_mask_.reset(exchange_.injected ? &generation_->secrets->patterns() : nullptr);
   scratch_.clear();
   http::writeResponseHead(scratch_, head, exchange_.to_client, close_after_exchange_);
-  if (exchange_.injected) {
-    // An upstream that echoes the request must not hand the sandbox the secret.
-    maskSecrets(std::span<char>(scratch_.data(), scratch_.size()), injected_values_);
-    response_mask_.reset(injected_values_);
-  } else {
-    response_mask_.reset({});
-  }
-  sendClient(scratch_);
+  sendResponseHead(scratch_);
   exchange_.response_head_sent = true;
 }
 
@@ -591,7 +582,7 @@ void Session::flushResponseMask() {
     masked_.clear();
     response_mask_.finish(masked_);
     sendResponseBody(masked_);
-    response_mask_.reset({});
+    response_mask_.reset(nullptr);
   }
 }
 

@@ -94,8 +94,8 @@ bool Session::start(int fd) {
   if (mode_ == audit::Mode::Transparent) {
     orig_dst_ = client_.originalDestination();
   }
-  phase_deadline_ms_ = started_ms_ + static_cast<std::uint64_t>(
-                                         config().limits.handshake_timeout.count());
+  phase_deadline_ms_ =
+      started_ms_ + static_cast<std::uint64_t>(config().limits.handshake_timeout.count());
   SPDLOG_DEBUG("[C{}] accepted from {} for sandbox {} on worker {}", id_,
                client_address_.toString(), sandbox().name, ctx_.worker);
   updateReading();
@@ -206,9 +206,8 @@ bool Session::clientWanted(bool upstream_backed_up) const {
       // reading goes on, so that the next request of a keep-alive client does not cost two
       // epoll_ctl calls to stop and restart, but only while little is buffered: a pipelining
       // client gets at most kPipelineBudget plus one read held for it.
-      return exchange_.request_done
-                 ? client_plain_.size() - client_plain_offset_ < kPipelineBudget
-                 : !upstream_backed_up;
+      return exchange_.request_done ? client_plain_.size() - client_plain_offset_ < kPipelineBudget
+                                    : !upstream_backed_up;
     default:
       return false;  // a head is waiting for DNS or a connection: read nothing more meanwhile
   }
@@ -288,6 +287,7 @@ void Session::sendClient(std::string_view bytes) {
       return;
     }
     if (!client_out_.empty()) {
+      flushAudit();  // what is gathered may end a response (sendClientFinal): its record first
       sealClient(client_out_);
       client_out_.clear();
     }
@@ -301,6 +301,14 @@ void Session::sendClient(std::string_view bytes) {
     flushCorked();
   }
   writeClientNow(bytes);
+}
+
+void Session::sendClientFinal(std::string_view bytes) {
+  if (cork_depth_ > 0) {
+    client_out_.append(bytes);  // at most one read's worth: the Cork sends it, record first
+    return;
+  }
+  sendClient(bytes);  // (every callback that can end a response is corked)
 }
 
 void Session::flushCorked() {
@@ -349,8 +357,7 @@ void Session::pushClientCiphertext() {
 // Feeds buffered client plaintext to the request parser for as long as the state lets it.
 void Session::processClientPlaintext() {
   while (state_ == State::ReadingProxyHead || state_ == State::ReadingRequest ||
-         (state_ == State::HoldingBody && !held_complete_ &&
-          held_body_.size() < kBodyScanBytes) ||
+         (state_ == State::HoldingBody && !held_complete_ && held_body_.size() < kBodyScanBytes) ||
          (state_ == State::Exchanging && !exchange_.request_done)) {
     std::span<const char> pending(client_plain_.data() + client_plain_offset_,
                                   client_plain_.size() - client_plain_offset_);
@@ -374,9 +381,8 @@ void Session::processClientPlaintext() {
       if (state_ == State::ReadingRequest && event.consumed > 0 && phase_deadline_ms_ == 0) {
         // A head has begun: it must be complete within handshake_timeout, however slowly its
         // bytes trickle in (each byte would otherwise reset the idle timer: slowloris, R1).
-        phase_deadline_ms_ =
-            uv_now(ctx_.loop) +
-            static_cast<std::uint64_t>(config().limits.handshake_timeout.count());
+        phase_deadline_ms_ = uv_now(ctx_.loop) +
+                             static_cast<std::uint64_t>(config().limits.handshake_timeout.count());
         armTimer();
       }
       break;
@@ -635,6 +641,7 @@ void Session::retireUpstream() {
 }
 
 void Session::onEof(io::TcpStream& stream) {
+  Cork cork(*this);
   if (&stream == &client_) {
     // Nothing decided yet (no head, or only part of one): nothing to finish.
     if (state_ == State::Lingering || (state_ == State::ReadingRequest && !exchange_.active) ||
@@ -664,7 +671,7 @@ void Session::onEof(io::TcpStream& stream) {
         exchange_.response_done = true;
         if (exchange_.to_client == http::ResponseFraming::Chunked ||
             exchange_.to_client == http::ResponseFraming::UntilClose) {
-          sendClient(http::kLastChunk);
+          sendClientFinal(http::kLastChunk);
         }
         releaseUpstream(false);
         finishExchange();
@@ -678,6 +685,7 @@ void Session::onEof(io::TcpStream& stream) {
 }
 
 void Session::onError(io::TcpStream& stream, int status) {
+  Cork cork(*this);
   if (&stream == &client_) {
     close(uv_strerror(status));
     return;
@@ -690,6 +698,7 @@ void Session::onError(io::TcpStream& stream, int status) {
 }
 
 void Session::onDrained(io::TcpStream&) {
+  Cork cork(*this);
   noteProgress();  // the peer took what it was sent
   updateReading();
   if (state_ == State::Exchanging && !exchange_.request_done) {
@@ -756,6 +765,7 @@ void Session::releaseIdleBuffers() {
 }
 
 void Session::onTimer() {
+  Cork cork(*this);
   armed_for_ms_ = 0;
   std::uint64_t now = uv_now(ctx_.loop);
   const auto& limits = config().limits;

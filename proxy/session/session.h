@@ -61,7 +61,7 @@ namespace sluice::proxy {
 struct Generation;
 struct SandboxRuntime;
 struct SandboxView;
-}
+}  // namespace sluice::proxy
 
 namespace sluice::proxy::session {
 
@@ -156,6 +156,11 @@ class Session : private io::TcpStream::Handler,
   // also wait for the end of the callback, up to kWriteBatch: one write per upstream read, not
   // one per 16 KiB record.
   void sendClient(std::string_view bytes);
+  // The bytes that complete a response (its last body bytes, the last chunk, a bodiless head).
+  // Inside a callback they wait for its end, after the audit records written meanwhile have
+  // reached the OS: a client that has its whole answer finds the record, even when sluice is
+  // killed the next instant.
+  void sendClientFinal(std::string_view bytes);
   void writeClientNow(std::string_view bytes);
   // Encrypts `bytes` into the client's TLS output (plain HTTP: writes them).
   void sealClient(std::string_view bytes);
@@ -216,13 +221,13 @@ class Session : private io::TcpStream::Handler,
   std::string canonicalAuthority() const;
   void onResponseHead();
   // A response head to the client: masked when the exchange injected a secret.
-  void sendResponseHead(std::string_view head);
+  void sendResponseHead(std::string_view head, bool completes_response);
   // The answer to an injecting exchange has a content coding sluice cannot look into: 502
   // instead of forwarding it. True when it did.
   bool refuseEncodedResponse(const http::ResponseHead& head);
   // A piece of the response body to the client, in the client's framing (masked first when
   // this exchange injected a secret); flushResponseMask() sends what masking held back.
-  void sendResponseBody(std::span<const char> data);
+  void sendResponseBody(std::span<const char> data, bool completes_response);
   void flushResponseMask();
   void onResponseComplete();
   void onUpstreamBytes(std::span<const char> data);
@@ -284,9 +289,9 @@ class Session : private io::TcpStream::Handler,
   // starting or ending. Not any bytes: records that carry no request (TLS KeyUpdates, empty
   // records) or bytes nobody reads yet (pipelined) keep no connection alive.
   std::uint64_t last_progress_ms_ = 0;
-  std::uint64_t phase_deadline_ms_ = 0;  // handshake, connect or linger deadline; 0: none
+  std::uint64_t phase_deadline_ms_ = 0;    // handshake, connect or linger deadline; 0: none
   std::uint64_t release_deadline_ms_ = 0;  // idle between requests: give buffers back then
-  std::uint64_t armed_for_ms_ = 0;  // when the timer fires (0: not armed)
+  std::uint64_t armed_for_ms_ = 0;         // when the timer fires (0: not armed)
   bool handshake_phase_ = true;
   bool draining_ = false;
   bool close_after_exchange_ = false;
@@ -304,15 +309,15 @@ class Session : private io::TcpStream::Handler,
   // TLS towards the sandbox.
   std::string hello_;  // raw tunnel bytes until the ClientHello is complete
   policy::SniState sni_state_ = policy::SniState::Unknown;
-  std::string sni_;            // as received (raw)
+  std::string sni_;  // as received (raw)
   std::optional<tls::TlsSession> client_tls_;
 
   http::RequestParser request_parser_;
   http::ResponseParser response_parser_;
-  std::string client_plain_;   // client plaintext not yet parsed (a paused parser)
+  std::string client_plain_;  // client plaintext not yet parsed (a paused parser)
   std::size_t client_plain_offset_ = 0;
   bool message_end_pending_ = false;  // after a head: its end may come without more bytes
-  std::string scratch_;        // heads and frames being written; reused
+  std::string scratch_;               // heads and frames being written; reused
   std::vector<http::HeaderField> inject_fields_;  // the rule's injected headers; reused
   SecretMask response_mask_;
   std::string masked_;  // a response head or body piece after masking; reused
@@ -323,8 +328,8 @@ class Session : private io::TcpStream::Handler,
   // SPEC §5.5: how much of a request body is looked at for placeholders.
   static constexpr std::size_t kBodyScanBytes = 64 * 1024;
   int cork_depth_ = 0;
-  std::string client_out_;     // corked plaintext for the client
-  std::string upstream_out_;   // corked plaintext for the upstream
+  std::string client_out_;    // corked plaintext for the client
+  std::string upstream_out_;  // corked plaintext for the upstream
 
   Exchange exchange_;
   std::unique_ptr<UpstreamConnection> upstream_;

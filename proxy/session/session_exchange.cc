@@ -31,9 +31,9 @@ std::uint16_t defaultPort(policy::Scheme scheme) {
 }
 
 // The methods whose repeat changes nothing at the origin (RFC 9110 §9.2.1): the only ones sent
-// again after an upstream closed without answering (README "Sending a request again"). PUT and DELETE are
-// idempotent too, but an origin that acted on the first copy would act on the second in a
-// changed state.
+// again after an upstream closed without answering (README "Sending a request again"). PUT and
+// DELETE are idempotent too, but an origin that acted on the first copy would act on the second in
+// a changed state.
 bool safeToRepeat(std::string_view method) {
   return method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "TRACE";
 }
@@ -130,8 +130,7 @@ bool Session::chargeRequest() {
 
 std::string Session::rateLimitDetail() const {
   return "sandbox '" + sandbox().name + "' is over its limit of " +
-         std::to_string(sandbox().limits.requests_per_second.value_or(0)) +
-         " requests per second";
+         std::to_string(sandbox().limits.requests_per_second.value_or(0)) + " requests per second";
 }
 
 bool Session::overRequestRate() {
@@ -243,8 +242,7 @@ void Session::onRequestHead() {
   }
   held_body_.clear();
   held_complete_ = false;
-  if (!config().secrets.empty() &&
-      exchange_.request_framing != http::BodyFraming::None) {
+  if (!config().secrets.empty() && exchange_.request_framing != http::BodyFraming::None) {
     // A placeholder may also be in the body (SPEC §5.5): its first 64 KiB is read and looked at
     // before anything is forwarded or even resolved. A client waiting for 100-continue gets it
     // from sluice, or it would wait for an upstream that is not asked yet.
@@ -261,8 +259,7 @@ void Session::finishHolding() {
   std::string_view scanned(held_body_);
   scanned = scanned.substr(0, kBodyScanBytes);
   const policy::Rule* rule = exchange_.matched_rule;
-  if (const policy::Secret* misused =
-          policy::misusedSecret(config().secrets, rule, scanned)) {
+  if (const policy::Secret* misused = policy::misusedSecret(config().secrets, rule, scanned)) {
     deny(policy::Reason::SecretMisuse,
          "the request body carries the placeholder of secret '" + misused->name + "', which " +
              (rule != nullptr ? "rule '" + rule->name + "' does not inject"
@@ -354,9 +351,8 @@ void Session::startExchange() {
 
 // "host[:port]" as sluice writes it upstream: canonical H, the port only when not the default.
 std::string Session::canonicalAuthority() const {
-  std::string value = exchange_.host.find(':') != std::string::npos
-                          ? "[" + exchange_.host + "]"
-                          : exchange_.host;
+  std::string value =
+      exchange_.host.find(':') != std::string::npos ? "[" + exchange_.host + "]" : exchange_.host;
   if (exchange_.port != defaultPort(exchange_.scheme)) {
     value += ':' + std::to_string(exchange_.port);
   }
@@ -500,7 +496,7 @@ void Session::processUpstreamPlaintext(std::span<const char> data) {
         scratch_.clear();
         http::writeResponseHead(scratch_, response_parser_.head(), http::ResponseFraming::None,
                                 false);
-        sendResponseHead(scratch_);
+        sendResponseHead(scratch_, false);
         break;
       case http::EventKind::HeadComplete:
         onResponseHead();
@@ -546,7 +542,11 @@ void Session::onResponseHead() {
   response_mask_.reset(exchange_.injected ? &generation_->secrets->patterns() : nullptr);
   scratch_.clear();
   http::writeResponseHead(scratch_, head, exchange_.to_client, close_after_exchange_);
-  sendResponseHead(scratch_);
+  // A bodiless answer (HEAD, 204, 304, Content-Length: 0) is complete with its head.
+  bool bodiless =
+      head.framing == http::ResponseFraming::None ||
+      (head.framing == http::ResponseFraming::ContentLength && head.content_length == 0);
+  sendResponseHead(scratch_, bodiless);
   exchange_.response_head_sent = true;
 }
 
@@ -555,25 +555,33 @@ void Session::onResponseBody(std::span<const char> data) {
   if (exchange_.hashing) {
     EVP_DigestUpdate(exchange_.resp_hash.get(), data.data(), data.size());
   }
+  // The last bytes of a Content-Length body complete the response (a chunked one ends with the
+  // last chunk, onResponseComplete).
+  bool last = exchange_.to_client == http::ResponseFraming::ContentLength &&
+              exchange_.resp_bytes >= response_parser_.head().content_length;
   if (response_mask_.active()) {
     masked_.clear();
     response_mask_.feed(data, masked_);
-    sendResponseBody(masked_);
+    sendResponseBody(masked_, last);
     return;
   }
-  sendResponseBody(data);
+  sendResponseBody(data, last);
 }
 
-void Session::sendResponseBody(std::span<const char> data) {
+void Session::sendResponseBody(std::span<const char> data, bool completes_response) {
   if (data.empty()) {
     return;  // (an empty chunk would end a chunked body)
   }
+  std::string_view bytes(data.data(), data.size());
   if (exchange_.to_client == http::ResponseFraming::Chunked) {
     scratch_.clear();
     http::writeChunk(scratch_, data);
-    sendClient(scratch_);
+    bytes = scratch_;
+  }
+  if (completes_response) {
+    sendClientFinal(bytes);
   } else {
-    sendClient(std::string_view(data.data(), data.size()));
+    sendClient(bytes);
   }
 }
 
@@ -581,7 +589,7 @@ void Session::flushResponseMask() {
   if (response_mask_.active()) {
     masked_.clear();
     response_mask_.finish(masked_);
-    sendResponseBody(masked_);
+    sendResponseBody(masked_, true);  // only ever at the response's end
     response_mask_.reset(nullptr);
   }
 }
@@ -589,7 +597,7 @@ void Session::flushResponseMask() {
 void Session::onResponseComplete() {
   flushResponseMask();
   if (exchange_.to_client == http::ResponseFraming::Chunked) {
-    sendClient(http::kLastChunk);
+    sendClientFinal(http::kLastChunk);
   }
   exchange_.response_done = true;
   if (!exchange_.request_done) {
@@ -607,10 +615,10 @@ void Session::finishExchange() {
       state_ == State::Closing) {
     return;
   }
-  writeAudit(exchange_.verdict,
-             exchange_.verdict == policy::Verdict::Report ? exchange_.policy_reason
-                                                          : policy::Reason::None,
-             exchange_.status);
+  writeAudit(
+      exchange_.verdict,
+      exchange_.verdict == policy::Verdict::Report ? exchange_.policy_reason : policy::Reason::None,
+      exchange_.status);
   bool reusable = upstream_ && response_parser_.head().keep_alive && !exchange_.upstream_dirty;
   releaseUpstream(reusable);
   exchange_.active = false;

@@ -30,16 +30,24 @@ void Session::injectSecrets() {
   }
 }
 
-void Session::sendResponseHead(std::string_view head) {
+void Session::sendResponseHead(std::string_view head, bool completes_response) {
   if (!response_mask_.active()) {
-    sendClient(head);
+    if (completes_response) {
+      sendClientFinal(head);
+    } else {
+      sendClient(head);
+    }
     return;
   }
   // The head is a text of its own: masked whole, then the mask starts over for the body.
   masked_.clear();
   response_mask_.feed(std::span<const char>(head.data(), head.size()), masked_);
   response_mask_.finish(masked_);
-  sendClient(masked_);
+  if (completes_response) {
+    sendClientFinal(masked_);
+  } else {
+    sendClient(masked_);
+  }
 }
 
 // A content coding (gzip, br, deflate, zstd, an encrypted one...) hides an echoed secret from the

@@ -89,8 +89,8 @@ void Session::acquireUpstream(const policy::Decision& decision) {
     if (mode_ == audit::Mode::Transparent &&
         sandbox().original_dst == policy::OriginalDst::RequireMatch &&
         !originalDestinationMatches()) {
-      deny(policy::Reason::DnsMismatch, "the sandbox dialled another address than " +
-                                            exchange_.host);
+      deny(policy::Reason::DnsMismatch,
+           "the sandbox dialled another address than " + exchange_.host);
       return;
     }
     exchange_.usable.push_back(decision.host.address());
@@ -99,6 +99,7 @@ void Session::acquireUpstream(const policy::Decision& decision) {
   }
   exchange_.phase_started_ns = uv_hrtime();
   auto resolution = ctx_.resolver->resolve(exchange_.host, [this](dns::LookupResult result) {
+    Cork cork(*this);
     lookup_.reset();
     countLookup(result, false);
     onResolved(std::move(result));
@@ -141,17 +142,16 @@ void Session::onResolved(dns::LookupResult result) {
     return;
   }
   if (!result) {
-    deny(policy::Reason::DnsFailed,
-         "could not resolve " + exchange_.host + " (" + std::string(dns::toString(result.error())) +
-             ")");
+    deny(policy::Reason::DnsFailed, "could not resolve " + exchange_.host + " (" +
+                                        std::string(dns::toString(result.error())) + ")");
     return;
   }
   exchange_.answer = std::move(result).value();
   const auto& addresses = exchange_.answer->addresses;
   policy::Decision d = decideRequest(addresses, true);
   if (!d.forwards()) {
-    deny(d.reason, explainDenial(d.reason, sandbox().name, exchange_.host,
-                                 exchange_.method, exchange_.origin_target));
+    deny(d.reason, explainDenial(d.reason, sandbox().name, exchange_.host, exchange_.method,
+                                 exchange_.origin_target));
     return;
   }
   exchange_.matched_rule = d.rule;
@@ -182,9 +182,9 @@ void Session::connectNext() {
     return;
   }
   if (exchange_.next_address >= exchange_.usable.size()) {
-    upstreamFailed(exchange_.saw_timeout ? policy::Reason::UpstreamTimeout
-                                         : policy::Reason::UpstreamConnect,
-                   "no usable address accepted the connection");
+    upstreamFailed(
+        exchange_.saw_timeout ? policy::Reason::UpstreamTimeout : policy::Reason::UpstreamConnect,
+        "no usable address accepted the connection");
     return;
   }
   policy::Endpoint to{exchange_.usable[exchange_.next_address++], exchange_.port};
@@ -205,12 +205,12 @@ void Session::connectNext() {
     return;
   }
   phase_deadline_ms_ =
-      uv_now(ctx_.loop) +
-      static_cast<std::uint64_t>(config().upstream.connect_timeout.count());
+      uv_now(ctx_.loop) + static_cast<std::uint64_t>(config().upstream.connect_timeout.count());
   armTimer();
 }
 
 void Session::onConnected(io::TcpStream& stream, int status) {
+  Cork cork(*this);
   if (!upstream_ || &stream != &upstream_->stream || state_ != State::Connecting) {
     return;
   }
@@ -240,8 +240,7 @@ void Session::onConnected(io::TcpStream& stream, int status) {
   upstream_->tls.emplace(std::move(session).value());
   transition(State::UpstreamTls);
   phase_deadline_ms_ =
-      uv_now(ctx_.loop) +
-      static_cast<std::uint64_t>(config().upstream.connect_timeout.count());
+      uv_now(ctx_.loop) + static_cast<std::uint64_t>(config().upstream.connect_timeout.count());
   armTimer();
   pumpUpstreamTls();
 }

@@ -10,8 +10,10 @@
 #include "policy/config_loader.h"
 
 #include <algorithm>
+#include <sstream>
 #include <utility>
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "policy/config_loader_parts.h"
@@ -200,6 +202,53 @@ YAML::Mark documentStart(std::string_view text, const YAML::Mark& first_node) {
   return found;
 }
 
+// Where a second document of `text` begins, if it has one. yaml-cpp 0.7's LoadAll() never
+// returns on some malformed streams (one that starts with ','): Parser::HandleNextDocument()
+// reports a document it cannot read as read, again and again, and LoadAll() collects an empty
+// node each time until memory runs out (yaml-cpp issue 1040, fixed after the 0.7.0 Debian 12
+// ships). A config needs its first document and whether there is another, so the parser is
+// asked for two, never more.
+std::optional<YAML::Mark> secondDocument(const std::string& text) {
+  struct FirstMark : YAML::EventHandler {
+    void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { first(mark); }
+    void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { first(mark); }
+    void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  const std::string&) override {
+      first(mark);
+    }
+    void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {
+      first(mark);
+    }
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {
+      first(mark);
+    }
+    void OnMapEnd() override {}
+    void first(const YAML::Mark& mark) {
+      if (!node) {
+        node = mark;
+      }
+    }
+    std::optional<YAML::Mark> start;
+    std::optional<YAML::Mark> node;
+  };
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  FirstMark skipped;
+  if (!parser.HandleNextDocument(skipped)) {
+    return std::nullopt;
+  }
+  FirstMark next;
+  if (!parser.HandleNextDocument(next)) {
+    return std::nullopt;
+  }
+  return next.node ? next.node : next.start;
+}
+
 // The one document of `in`; nullopt, with the errors reported, when there is none or yaml-cpp
 // cannot read it. A second document is an error but the first is still checked.
 std::optional<YAML::Node> loadDocument(const ConfigText& in, std::string_view empty_message,
@@ -215,22 +264,32 @@ std::optional<YAML::Node> loadDocument(const ConfigText& in, std::string_view em
         in.file, mark, "", "a NUL byte: YAML reading stops there and would ignore the rest"));
     return std::nullopt;
   }
-  std::vector<YAML::Node> documents;
+  YAML::Node document;
+  std::optional<YAML::Mark> second;
   try {
-    documents = YAML::LoadAll(in.text);
+    document = YAML::Load(in.text);
+    second = secondDocument(in.text);
   } catch (const YAML::Exception& e) {
     errors.push_back(makeConfigError(in.file, e.mark, "", parserMessage(e, in.text)));
     return std::nullopt;
   }
-  if (documents.size() > 1) {
-    errors.push_back(makeConfigError(in.file, documentStart(in.text, documents[1].Mark()), "",
+  if (second && document.IsNull()) {
+    // No first document, yet "another" one: yaml-cpp read nothing there (the stream the
+    // endless loop above comes from).
+    errors.push_back(makeConfigError(in.file, *second, "",
+                                     "not YAML (a ',' or other flow indicator outside "
+                                     "a flow collection?)"));
+    return std::nullopt;
+  }
+  if (second) {
+    errors.push_back(makeConfigError(in.file, documentStart(in.text, *second), "",
                                      "a second YAML document: a config file holds exactly one"));
   }
-  if (documents.empty() || documents.front().IsNull()) {
+  if (document.IsNull()) {
     errors.push_back(ConfigError{in.file, 0, 0, std::string(empty_message)});
     return std::nullopt;
   }
-  return documents.front();
+  return document;
 }
 
 std::optional<Duration> readPositiveDuration(YamlWalker& walker, const YamlValue& value) {

@@ -105,6 +105,14 @@ TEST(LoadConfig, Documents) {
       {"NUL byte inside a value",
        std::string("version: 1\nx: a\0b\n", 18),
        {"test.yaml:2:5: a NUL byte: YAML reading stops there and would ignore the rest"}},
+      // yaml-cpp 0.7's LoadAll() never returns on these, allocating until memory runs out
+      // (found by fuzz_config: a 128-byte file took 6.8 GB in 20 s).
+      {"a stream that starts with a comma",
+       ",\n",
+       {"test.yaml:1:1: not YAML (a ',' or other flow indicator outside a flow collection?)"}},
+      {"a comma after a comment, then a map",
+       "# sandboxes\n  , a\nversion: 1\n",
+       {"test.yaml:2:3: not YAML (a ',' or other flow indicator outside a flow collection?)"}},
       {"root is a scalar", "version 1\n", {"test.yaml:1:1: expected a map, got 'version 1'"}},
       {"two documents",
        kMinimal + "---\nversion: 1\n",

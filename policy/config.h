@@ -106,6 +106,12 @@ struct DnsSettings {
 struct UpstreamSettings {
   std::optional<std::string> ca_file;  // empty: OpenSSL's default verify paths
   Duration connect_timeout{5000};
+  // Idle upstream connections kept for reuse: in all (shared out between the workers' pools),
+  // and of one sandbox (over every pool). Beyond either the oldest idle one goes. 0 keeps none.
+  // A connection parked by a keep-alive client between its requests is not idle here: its
+  // client holds it, and the client is counted by limits.max_connections.
+  std::uint64_t max_idle = 4096;
+  std::uint64_t max_idle_per_sandbox = 128;
 };
 
 struct AuditSettings {

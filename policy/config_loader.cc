@@ -10,8 +10,10 @@
 #include "policy/config_loader.h"
 
 #include <algorithm>
+#include <sstream>
 #include <utility>
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "policy/config_loader_parts.h"
@@ -200,26 +202,94 @@ YAML::Mark documentStart(std::string_view text, const YAML::Mark& first_node) {
   return found;
 }
 
+// Where a second document of `text` begins, if it has one. yaml-cpp 0.7's LoadAll() never
+// returns on some malformed streams (one that starts with ','): Parser::HandleNextDocument()
+// reports a document it cannot read as read, again and again, and LoadAll() collects an empty
+// node each time until memory runs out (yaml-cpp issue 1040, fixed after the 0.7.0 Debian 12
+// ships). A config needs its first document and whether there is another, so the parser is
+// asked for two, never more.
+std::optional<YAML::Mark> secondDocument(const std::string& text) {
+  struct FirstMark : YAML::EventHandler {
+    void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { first(mark); }
+    void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { first(mark); }
+    void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  const std::string&) override {
+      first(mark);
+    }
+    void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {
+      first(mark);
+    }
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {
+      first(mark);
+    }
+    void OnMapEnd() override {}
+    void first(const YAML::Mark& mark) {
+      if (!node) {
+        node = mark;
+      }
+    }
+    std::optional<YAML::Mark> start;
+    std::optional<YAML::Mark> node;
+  };
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  FirstMark skipped;
+  if (!parser.HandleNextDocument(skipped)) {
+    return std::nullopt;
+  }
+  FirstMark next;
+  if (!parser.HandleNextDocument(next)) {
+    return std::nullopt;
+  }
+  return next.node ? next.node : next.start;
+}
+
 // The one document of `in`; nullopt, with the errors reported, when there is none or yaml-cpp
 // cannot read it. A second document is an error but the first is still checked.
 std::optional<YAML::Node> loadDocument(const ConfigText& in, std::string_view empty_message,
                                        std::vector<ConfigError>& errors) {
-  std::vector<YAML::Node> documents;
+  // yaml-cpp takes a NUL for the end of the input: whatever follows (a rule's `paths`, say)
+  // would be dropped without a word.
+  if (const std::size_t nul = in.text.find('\0'); nul != std::string::npos) {
+    const std::size_t line_start = in.text.rfind('\n', nul) + 1;  // npos + 1 == 0
+    YAML::Mark mark;
+    mark.line = static_cast<int>(std::count(in.text.begin(), in.text.begin() + nul, '\n'));
+    mark.column = static_cast<int>(nul - line_start);
+    errors.push_back(makeConfigError(
+        in.file, mark, "", "a NUL byte: YAML reading stops there and would ignore the rest"));
+    return std::nullopt;
+  }
+  YAML::Node document;
+  std::optional<YAML::Mark> second;
   try {
-    documents = YAML::LoadAll(in.text);
+    document = YAML::Load(in.text);
+    second = secondDocument(in.text);
   } catch (const YAML::Exception& e) {
     errors.push_back(makeConfigError(in.file, e.mark, "", parserMessage(e, in.text)));
     return std::nullopt;
   }
-  if (documents.size() > 1) {
-    errors.push_back(makeConfigError(in.file, documentStart(in.text, documents[1].Mark()), "",
+  if (second && document.IsNull()) {
+    // No first document, yet "another" one: yaml-cpp read nothing there (the stream the
+    // endless loop above comes from).
+    errors.push_back(makeConfigError(in.file, *second, "",
+                                     "not YAML (a ',' or other flow indicator outside "
+                                     "a flow collection?)"));
+    return std::nullopt;
+  }
+  if (second) {
+    errors.push_back(makeConfigError(in.file, documentStart(in.text, *second), "",
                                      "a second YAML document: a config file holds exactly one"));
   }
-  if (documents.empty() || documents.front().IsNull()) {
+  if (document.IsNull()) {
     errors.push_back(ConfigError{in.file, 0, 0, std::string(empty_message)});
     return std::nullopt;
   }
-  return documents.front();
+  return document;
 }
 
 std::optional<Duration> readPositiveDuration(YamlWalker& walker, const YamlValue& value) {
@@ -250,11 +320,26 @@ void readDns(YamlWalker& walker, const YamlValue& value, DnsSettings& dns) {
 }
 
 void readUpstream(YamlWalker& walker, const YamlValue& value, UpstreamSettings& upstream) {
-  MapReader map(walker, value, {"ca_file", "connect_timeout"});
+  MapReader map(walker, value, {"ca_file", "connect_timeout", "max_idle", "max_idle_per_sandbox"});
   map.read("ca_file", [&](const YamlValue& v) { upstream.ca_file = loader::readPath(walker, v); });
   map.read("connect_timeout", [&](const YamlValue& v) {
     upstream.connect_timeout = readPositiveDuration(walker, v).value_or(upstream.connect_timeout);
   });
+  // Counts of connections, 0 (keep none idle) included; more than a process could ever open
+  // is a typo, not a wish.
+  constexpr std::uint64_t kMaxIdle = 1u << 24;
+  auto readIdle = [&](std::string_view key, std::uint64_t& field) {
+    map.read(key, [&](const YamlValue& v) {
+      auto n = readInteger(walker, v);
+      if (n && *n > kMaxIdle) {
+        walker.error(v.mark, "must be at most " + std::to_string(kMaxIdle));
+      } else if (n) {
+        field = *n;
+      }
+    });
+  };
+  readIdle("max_idle", upstream.max_idle);
+  readIdle("max_idle_per_sandbox", upstream.max_idle_per_sandbox);
 }
 
 void readAudit(YamlWalker& walker, const YamlValue& value, AuditSettings& audit) {

@@ -14,6 +14,7 @@
 
 #include "policy/config_loader_parts.h"
 #include "policy/config_scalars.h"
+#include "policy/request_header.h"
 #include "policy/request_path.h"
 
 namespace sluice::policy::loader {
@@ -46,19 +47,10 @@ bool isEnvName(std::string_view name) {
   return true;
 }
 
-// Headers sluice writes or removes itself when it forwards a request (docs/wire.md#framing):
-// injecting one would be dropped, or would change where or how the request goes.
-bool isReservedHeader(std::string_view lower) {
-  constexpr std::array<std::string_view, 8> kReserved = {
-      "host",    "content-length", "transfer-encoding", "connection", "keep-alive", "te",
-      "trailer", "upgrade"};
-  for (std::string_view reserved : kReserved) {
-    if (lower == reserved) {
-      return true;
-    }
-  }
-  return lower.substr(0, 6) == "proxy-";
-}
+// Headers sluice writes or removes itself when it forwards a request: injecting one would be
+// dropped, or would change where or how the request goes (a secret has no business in
+// X-Forwarded-Host). One table decides both (policy/request_header.h).
+bool isReservedHeader(std::string_view lower) { return !isEndToEndRequestHeader(lower); }
 
 std::optional<HostPattern> readHost(YamlWalker& walker, const YamlValue& value) {
   auto text = readString(walker, value);

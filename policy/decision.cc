@@ -56,7 +56,7 @@ Reason furthest(Reason a, Reason b) {
 }
 
 // Reason::None when `rule` matches everything known so far, else what it failed on.
-Reason matchRule(const Rule& rule, const RequestFacts& facts, PathShape path_shape) {
+Reason matchRule(const Rule& rule, const RequestFacts& facts, const TargetCheck& target) {
   if (!rule.allowsScheme(facts.scheme)) {
     return Reason::NotAllowedScheme;
   }
@@ -69,8 +69,10 @@ Reason matchRule(const Rule& rule, const RequestFacts& facts, PathShape path_sha
   if (!rule.allowsMethod(facts.request->method)) {
     return Reason::NotAllowedMethod;
   }
+  // A path with any kind of ambiguity matches no prefix: the rule cannot know which path the
+  // origin will read. A rule without paths has nothing to escape from.
   if (!rule.paths.empty() &&
-      (path_shape != PathShape::Plain || !rule.allowsPath(facts.request->target))) {
+      (target.ambiguities != 0 || !rule.allowsPath(facts.request->target))) {
     return Reason::NotAllowedPath;
   }
   return Reason::None;
@@ -126,10 +128,10 @@ Decision decide(const Sandbox& sandbox, const RequestFacts& facts) {
   }
 
   // 3. The request names H, once.
-  PathShape path_shape = PathShape::Plain;
+  TargetCheck target{PathShape::Plain, 0};
   if (const RequestHead* request = facts.request) {
-    path_shape = checkRequestTarget(request->target);
-    if (path_shape == PathShape::Invalid) {
+    target = examineRequestTarget(request->target);
+    if (target.shape == PathShape::Invalid) {
       d.reason = Reason::BadRequest;
       return d;
     }
@@ -161,7 +163,7 @@ Decision decide(const Sandbox& sandbox, const RequestFacts& facts) {
                                  [&](const HostPattern& p) { return p.matches(d.host); })) {
       continue;
     }
-    Reason failed = matchRule(rule, facts, path_shape);
+    Reason failed = matchRule(rule, facts, target);
     if (failed == Reason::None) {
       d.rule = &rule;
     } else {

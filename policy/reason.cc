@@ -8,9 +8,10 @@ namespace {
 
 // The one table. Statuses follow docs/wire.md#denials: denials are 403 (over TLS when inside the
 // tunnel), framing errors 400, an oversized head 431, upstream failures 502/504. A sandbox over its
-// own limits gets 429 (request rate) or 503 (connections): "try again later", not "never". A status
-// of 0 means the connection is closed (with a TLS alert where one can be sent) because no HTTP
-// answer can be framed: not_tls has no HTTP to answer, sni_missing no certificate to answer over.
+// own limits gets 429 (request rate) or 503 (connections), and so does every sandbox whose audit
+// file cannot be written (503 audit_unavailable): "try again later", not "never". A status of 0
+// means the connection is closed (with a TLS alert where one can be sent) because no HTTP answer
+// can be framed: not_tls has no HTTP to answer, sni_missing no certificate to answer over.
 constexpr std::array<ReasonInfo, kReasonCount> kReasons = {{
     {"", 200, ""},                                              // None
     {"not_allowed_host", 403, "http_request_denied"},           //
@@ -37,6 +38,7 @@ constexpr std::array<ReasonInfo, kReasonCount> kReasons = {{
     {"secret_misuse", 403, "http_request_denied"},              //
     {"rate_limited", 429, "http_request_denied"},               //
     {"too_many_connections", 503, "connection_limit_reached"},  //
+    {"audit_unavailable", 503, "proxy_internal_error"},         //
 }};
 
 }  // namespace

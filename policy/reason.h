@@ -37,9 +37,12 @@ enum class Reason : std::uint8_t {
   // starve the others. Not policy reasons: a report-mode sandbox is limited all the same.
   RateLimited,         // more requests than requests_per_second (and request_burst) allow
   TooManyConnections,  // more open connections than the sandbox's max_connections
+  // The sandbox's audit file cannot be written: its records are kept and retried, and its new
+  // requests are refused until they can be (no request goes unrecorded).
+  AuditUnavailable,
 };
 
-inline constexpr int kReasonCount = static_cast<int>(Reason::TooManyConnections) + 1;
+inline constexpr int kReasonCount = static_cast<int>(Reason::AuditUnavailable) + 1;
 
 struct ReasonInfo {
   std::string_view token;         // "not_allowed_host"; "" for None

@@ -24,34 +24,74 @@ bool isPathChar(unsigned char c) {
 
 // Reads one path character at `i`: an escape of an unreserved character decodes to it; any
 // other escape reads as '%' (never equal to a prefix character, since prefixes hold no '%').
-// Sets *encoded_reserved when the escape stands for a character the path must not hide.
 struct PathReader {
   std::string_view path;
   std::size_t i = 0;
 
+  struct Char {
+    int c = -1;                 // as compared with prefixes; -1 for a malformed escape
+    unsigned char decoded = 0;  // the byte itself, escaped or not
+    bool escaped = false;
+  };
+
   bool done() const { return i >= path.size(); }
-  // Returns the decoded character, or -1 on a malformed escape.
-  int next(bool* hides_separator = nullptr) {
-    unsigned char c = static_cast<unsigned char>(path[i]);
-    if (c != '%') {
+  Char read() {
+    const auto raw = static_cast<unsigned char>(path[i]);
+    if (raw != '%') {
       ++i;
-      return c;
+      return {raw, raw, false};
     }
     if (i + 2 >= path.size()) {
-      return -1;
+      return {};
     }
-    int hi = ascii::hexValue(path[i + 1]);
-    int lo = ascii::hexValue(path[i + 2]);
+    const int hi = ascii::hexValue(path[i + 1]);
+    const int lo = ascii::hexValue(path[i + 2]);
     if (hi < 0 || lo < 0) {
-      return -1;
+      return {};
     }
     i += 3;
-    unsigned char decoded = static_cast<unsigned char>(hi * 16 + lo);
-    if (hides_separator != nullptr) {
-      *hides_separator = decoded == '/' || decoded == '\\' || decoded == 0;
-    }
-    return isUnreserved(decoded) ? decoded : '%';
+    const auto decoded = static_cast<unsigned char>(hi * 16 + lo);
+    return {isUnreserved(decoded) ? decoded : '%', decoded, true};
   }
+  int next() { return read().c; }
+};
+
+// Follows the decoded characters for what a second decoding would read as an escape: a '%'
+// that came from "%25", then two hex digits, or 'u' and four (IIS). Characters that came from
+// escapes of hex digits count as those digits: "%25%32%65" reads "%2e" after one decoding.
+class SecondDecoding {
+ public:
+  // Returns true once the characters so far end such an escape.
+  bool feed(const PathReader::Char& ch) {
+    if (ch.escaped && ch.decoded == '%') {
+      wanted_ = 2;
+      seen_ = 0;
+      return false;
+    }
+    if (wanted_ == 0) {
+      return false;
+    }
+    if (seen_ == 0 && (ch.decoded == 'u' || ch.decoded == 'U')) {
+      wanted_ = 5;  // 'u' and four hex digits
+      seen_ = 1;
+      return false;
+    }
+    // An escape that decodes to a hex digit is an escape of an unreserved character: it counts
+    // as the digit, as it will after one decoding.
+    if (!ascii::isHexDigit(static_cast<char>(ch.decoded))) {
+      wanted_ = 0;
+      return false;
+    }
+    if (++seen_ < wanted_) {
+      return false;
+    }
+    wanted_ = 0;
+    return true;
+  }
+
+ private:
+  int wanted_ = 0;  // characters that complete the escape; 0: not after a decoded '%'
+  int seen_ = 0;
 };
 
 std::string_view pathPart(std::string_view target) {
@@ -61,12 +101,13 @@ std::string_view pathPart(std::string_view target) {
 
 }  // namespace
 
-PathShape checkRequestTarget(std::string_view target) {
+TargetCheck examineRequestTarget(std::string_view target) {
+  const TargetCheck invalid{PathShape::Invalid, 0};
   if (target == "*") {
-    return PathShape::Plain;
+    return {PathShape::Plain, 0};
   }
   if (target.empty() || target.front() != '/') {
-    return PathShape::Invalid;
+    return invalid;
   }
   std::string_view path = pathPart(target);
   std::string_view query = target.substr(path.size());
@@ -74,41 +115,59 @@ PathShape checkRequestTarget(std::string_view target) {
   // space, DEL, non-ASCII, '#'), and let the rest through as clients send it.
   for (unsigned char c : query) {
     if (c <= 0x20 || c >= 0x7f || c == '#') {
-      return PathShape::Invalid;
+      return invalid;
     }
   }
 
   // Walk the decoded path segment by segment. A segment is a dot segment if, decoded, it is "."
   // or "..", also with ";params" after it (Tomcat and others drop path parameters before
   // resolving dots: "/a/..;/b" is "/b" to them).
-  bool ambiguous = false;
+  std::uint8_t ambiguities = 0;
   std::size_t length = 0;       // decoded characters in the segment
   std::size_t head_length = 0;  // before the first ';'
   bool head_is_dots = true;
   bool in_params = false;
   auto endSegment = [&](bool last) {
     if (head_is_dots && (head_length == 1 || head_length == 2)) {
-      ambiguous = true;
+      ambiguities |= kDotSegment;
     }
     if (!last && length == 0) {
-      ambiguous = true;  // "//": some servers merge slashes, some do not
+      ambiguities |= kEmptySegment;
     }
     length = head_length = 0;
     head_is_dots = true;
     in_params = false;
   };
   PathReader reader{path, 1};
+  SecondDecoding second;
   while (!reader.done()) {
     unsigned char raw = static_cast<unsigned char>(path[reader.i]);
     if (raw != '%' && !isPathChar(raw)) {
-      return PathShape::Invalid;
+      return invalid;
     }
-    bool hides_separator = false;
-    int c = reader.next(&hides_separator);
-    if (c < 0) {
-      return PathShape::Invalid;
+    const PathReader::Char ch = reader.read();
+    if (ch.c < 0) {
+      return invalid;
     }
-    ambiguous = ambiguous || hides_separator;
+    if (ch.escaped) {
+      switch (ch.decoded) {
+        case '/':
+          ambiguities |= kEncodedSlash;
+          break;
+        case '\\':
+          ambiguities |= kEncodedBackslash;
+          break;
+        case 0:
+          ambiguities |= kEncodedNul;
+          break;
+        default:
+          break;
+      }
+    }
+    if (second.feed(ch)) {
+      ambiguities |= kDoubleEncoded;
+    }
+    const int c = ch.c;
     if (c == '/') {
       endSegment(false);
       continue;
@@ -123,7 +182,11 @@ PathShape checkRequestTarget(std::string_view target) {
     }
   }
   endSegment(true);
-  return ambiguous ? PathShape::Ambiguous : PathShape::Plain;
+  return {ambiguities != 0 ? PathShape::Ambiguous : PathShape::Plain, ambiguities};
+}
+
+PathShape checkRequestTarget(std::string_view target) {
+  return examineRequestTarget(target).shape;
 }
 
 bool pathHasPrefix(std::string_view target, std::string_view prefix) {

@@ -1,9 +1,10 @@
 #pragma once
-// Request targets and the `paths` prefixes of a rule (docs/policy.md#paths). Paths are compared as
-// the origin will see them, and a path that origins could read in more than one way cannot match a
-// prefix: "/simple/../admin", "/simple/%2e%2e/admin", "/simple/..%2fadmin", "/simple/..;/admin"
-// and "/simple//x" are refused by a rule that lists paths, since one server removes the dot
-// segment, another decodes %2F first, a third merges slashes or drops ";params".
+// Request targets and the `paths` prefixes of a rule. Paths are compared as the origin will see
+// them, and a path that origins could read in more than one way cannot match a prefix:
+// "/simple/../admin", "/simple/%2e%2e/admin", "/simple/..%2fadmin", "/simple/..;/admin",
+// "/simple//x" and "/simple/%252e%252e/admin" are refused by a rule that lists paths, since one
+// server removes the dot segment, another decodes %2F first, a third merges slashes or drops
+// ";params", a fourth decodes twice.
 
 #include <cstdint>
 #include <string_view>
@@ -12,14 +13,41 @@ namespace sluice::policy {
 
 enum class PathShape : std::uint8_t {
   Plain,      // may be matched against prefixes
-  Ambiguous,  // valid HTTP, but dot segments, empty segments, encoded '/' or '\', %00, or ';'
-              // parameters on a dot segment: matches no prefix
+  Ambiguous,  // valid HTTP, but with one of the PathAmbiguity kinds below: matches no prefix
   Invalid,    // not an origin-form target: no leading '/', bytes outside RFC 3986, a bad
               // %-escape, a '#'. The request is refused as bad_request.
 };
 
+// The ways a valid path can read otherwise at the origin, one bit each, so that a matcher can
+// tell them apart (a rule may one day accept an encoded '/', as npm's "/@scope%2fname" needs,
+// and still refuse the rest).
+enum PathAmbiguity : std::uint8_t {
+  kDotSegment = 1 << 0,        // ".", "..", escaped or not, also with ";params" ("..;")
+  kEmptySegment = 1 << 1,      // "//": some servers merge slashes, some do not
+  kEncodedSlash = 1 << 2,      // %2F: a separator to a server that decodes before routing
+  kEncodedBackslash = 1 << 3,  // %5C: a separator on Windows servers
+  kEncodedNul = 1 << 4,        // %00: ends the path for C code
+  kDoubleEncoded = 1 << 5,     // reads otherwise after one more decoding: "%252e" is "%2e"
+};
+
+struct TargetCheck {
+  PathShape shape = PathShape::Invalid;
+  std::uint8_t ambiguities = 0;  // PathAmbiguity bits; non-zero exactly when Ambiguous
+
+  bool has(PathAmbiguity kind) const { return (ambiguities & kind) != 0; }
+};
+
 // `target` is a request target in origin form, "/path?query", or "*" (OPTIONS). The query is
-// not examined beyond its bytes.
+// not examined beyond its bytes: it is not matched, so how an origin decodes it changes nothing
+// a rule decided.
+//
+// Double encoding: after the escapes of unreserved characters are decoded (as for matching), a
+// '%' that came from "%25" and is followed by two hex digits ("%252e", "%25%32%65", any case)
+// or by 'u' and four hex digits (IIS's "%u002e") is kDoubleEncoded: an origin or framework that
+// decodes twice reads another path than the one checked ("/v1/public/%252e%252e/admin" becomes
+// "/v1/public/../admin"). A "%25" followed by anything else ("/100%25off") reads the same
+// however often it is decoded and is Plain. A '%' not followed by two hex digits is Invalid.
+TargetCheck examineRequestTarget(std::string_view target);
 PathShape checkRequestTarget(std::string_view target);
 
 // Prefix semantics are segment-wise: "/simple/" matches "/simple/" and "/simple/x";

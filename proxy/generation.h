@@ -54,6 +54,10 @@ struct SandboxRuntime {
   std::unique_ptr<certs::CertificateAuthority> ca;
   std::unique_ptr<certs::LeafCache> leaves;
   admin::SandboxMetrics metrics;
+  // Its idle upstream connections in every worker's pool (upstream.max_idle_per_sandbox);
+  // shared with each of them, as a pooled connection may outlive the runtime.
+  std::shared_ptr<std::atomic<std::size_t>> idle_upstreams =
+      std::make_shared<std::atomic<std::size_t>>(0);
 };
 
 // A sandbox as one generation sees it.

@@ -14,8 +14,8 @@ void appendEscapedByte(std::string& out, unsigned char c) {
   out += kHex[c & 0xf];
 }
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not one (overlongs,
-// surrogates and code points above U+10FFFF are not valid).
+}  // namespace
+
 std::size_t utf8SequenceLength(std::string_view s, std::size_t i) {
   auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
   unsigned char c = at(i);
@@ -45,8 +45,6 @@ std::size_t utf8SequenceLength(std::string_view s, std::size_t i) {
   }
   return n;
 }
-
-}  // namespace
 
 void appendJsonString(std::string& out, std::string_view text) {
   out += '"';

@@ -7,6 +7,7 @@
 // '"' and '\' are escaped; a byte that is not part of valid UTF-8 is written as \u00XX (its
 // Latin-1 reading), so every record stays valid JSON and no byte is silently lost.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -14,6 +15,10 @@
 namespace sluice::proxy {
 
 void appendJsonString(std::string& out, std::string_view text);
+
+// Length of the valid UTF-8 sequence starting at text[i], or 0 if it is not one (overlongs,
+// surrogates and code points above U+10FFFF are not valid).
+std::size_t utf8SequenceLength(std::string_view text, std::size_t i);
 
 class JsonWriter {
  public:

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
+#include <vector>
 
 namespace sluice::proxy {
 
@@ -120,6 +122,12 @@ Result<SecretValues, std::string> SecretValues::load(const policy::Config& confi
     secrets.values_[secret.name].assign(value);
     wipe(value);
   }
+  std::vector<std::string_view> values;
+  values.reserve(secrets.values_.size());
+  for (const auto& [name, value] : secrets.values_) {
+    values.push_back(value);
+  }
+  secrets.patterns_ = session::SecretPatterns::build(values);
   return secrets;
 }
 

@@ -4,9 +4,9 @@
 // that is missing, empty, or not sendable as a header value is an error naming the secret and
 // where it was looked for, never an empty header.
 //
-// The values live only here (and, for the moment of a request, in the buffers that carry that
-// request's head, which the session wipes): they are wiped when this object goes away, never
-// logged, never formatted into an error.
+// The values live only here (with their encoded forms, for masking, and, for the moment of a
+// request, in the buffers that carry that request's head, which the session wipes): they are
+// wiped when this object goes away, never logged, never formatted into an error.
 
 #include <map>
 #include <string>
@@ -14,6 +14,7 @@
 
 #include "base/result.h"
 #include "policy/config.h"
+#include "proxy/session/secret_patterns.h"
 
 namespace sluice::proxy {
 
@@ -31,9 +32,13 @@ class SecretValues {
   // The value of the secret `name`; empty for a name the config does not define.
   std::string_view value(std::string_view name) const;
   std::size_t size() const { return values_.size(); }
+  // Every form in which the values could come back in a response, compiled once here (at start
+  // and at each reload) for every session's response masking.
+  const session::SecretPatterns& patterns() const { return patterns_; }
 
  private:
   std::map<std::string, std::string, std::less<>> values_;
+  session::SecretPatterns patterns_;
 };
 
 }  // namespace sluice::proxy

@@ -33,6 +33,9 @@ namespace {
 //   worker's; a worker that allocates meanwhile waits for its arena, once per period at most.
 constexpr int kMmapThreshold = 16 * 1024;
 constexpr std::uint64_t kTrimEveryMs = 5000;
+// How often audit files that could not be written are tried again, traffic or not: how soon a
+// gateway idle since its disk filled serves its sandboxes again once the disk has room.
+constexpr std::uint64_t kAuditRetryEveryMs = 250;
 
 // What a config needs besides passing the loader, before it can be served.
 Result<Ok, std::string> checkServable(const policy::Config& config) {
@@ -136,13 +139,14 @@ struct Server::MainLoop {
   uv_timer_t poll{};
   uv_timer_t grace{};
   uv_timer_t trim{};
+  uv_timer_t audit_retry{};
   std::unique_ptr<ConfigWatch> watch;
   bool draining = false;
   bool shut_down = false;
 
   admin::AdminServer::Handlers adminHandlers() {
     return admin::AdminServer::Handlers{[this] { return server->renderMetrics(); },
-                                        [this] { return !draining; }};
+                                        [this] { return server->healthProblems(draining); }};
   }
 
   std::size_t sessions() const {
@@ -164,7 +168,8 @@ struct Server::MainLoop {
     for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(&alive),
                            reinterpret_cast<uv_handle_t*>(&poll),
                            reinterpret_cast<uv_handle_t*>(&grace),
-                           reinterpret_cast<uv_handle_t*>(&trim)}) {
+                           reinterpret_cast<uv_handle_t*>(&trim),
+                           reinterpret_cast<uv_handle_t*>(&audit_retry)}) {
       uv_close(h, nullptr);
     }
     if (server->admin_ != nullptr) {
@@ -219,6 +224,9 @@ struct Server::MainLoop {
     if (self->server->state_->heap_shrank.exchange(false, std::memory_order_relaxed)) {
       malloc_trim(0);
     }
+  }
+  static void onAuditRetry(uv_timer_t* handle) noexcept {
+    static_cast<MainLoop*>(handle->data)->server->state_->audit.retry();
   }
   static void onGrace(uv_timer_t* handle) noexcept {
     auto* self = static_cast<MainLoop*>(handle->data);
@@ -391,7 +399,28 @@ std::string Server::renderMetrics() const {
     samples.push_back(admin::SandboxSample{view.sandbox->name, &view.runtime->metrics,
                                            view.runtime->leaves->stats().minted});
   }
-  return admin::renderPrometheus(state_->metrics, samples, SLUICE_VERSION);
+  const std::vector<std::shared_ptr<audit::AuditSink>> sinks = state_->audit.sinks();
+  std::vector<admin::AuditSample> audits;
+  for (const auto& sink : sinks) {
+    const audit::AuditSink::Status s = sink->status();
+    audits.push_back(admin::AuditSample{sink->path(), s.failing, s.pending_records,
+                                        s.pending_bytes, s.write_failures,
+                                        s.refused_connections});
+  }
+  return admin::renderPrometheus(state_->metrics, samples, SLUICE_VERSION, audits);
+}
+
+std::string Server::healthProblems(bool draining) const {
+  std::string problems;
+  for (const auto& sink : state_->audit.sinks()) {
+    if (std::string failure = sink->describeFailure(); !failure.empty()) {
+      problems += failure + '\n';
+    }
+  }
+  if (draining) {
+    problems += "draining\n";
+  }
+  return problems;
 }
 
 int Server::run() {
@@ -445,6 +474,11 @@ int Server::run() {
   main.trim.data = &main;
   uv_timer_start(&main.trim, &MainLoop::onTrim, kTrimEveryMs, kTrimEveryMs);
   uv_unref(reinterpret_cast<uv_handle_t*>(&main.trim));
+  uv_timer_init(&main.loop, &main.audit_retry);
+  main.audit_retry.data = &main;
+  uv_timer_start(&main.audit_retry, &MainLoop::onAuditRetry, kAuditRetryEveryMs,
+                 kAuditRetryEveryMs);
+  uv_unref(reinterpret_cast<uv_handle_t*>(&main.audit_retry));
   int rc = 0;
   if (admin_ != nullptr) {
     if (auto started = admin_->start(&main.loop, main.adminHandlers()); !started) {

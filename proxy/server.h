@@ -69,6 +69,8 @@ class Server {
   void reload(std::string_view why);
   // The body of /metrics.
   std::string renderMetrics() const;
+  // What /healthz reports, one line each: audit files that cannot be written, the drain.
+  std::string healthProblems(bool draining) const;
 
   ConfigSource source_;
   std::unique_ptr<GatewayState> state_;

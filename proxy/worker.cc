@@ -1,7 +1,11 @@
 #include "proxy/worker.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <unordered_set>
 
 #include "policy/decision.h"
 #include "proxy/dns/resolver.h"
@@ -15,9 +19,31 @@ namespace sluice::proxy {
 namespace {
 
 // Idle upstream connections kept per (sandbox, H, port): enough for a client's parallel
-// downloads from one mirror, few enough that a sandbox cannot hoard sockets.
+// downloads from one mirror. What one sandbox and all may keep is configured
+// (upstream.max_idle_per_sandbox, upstream.max_idle).
 constexpr std::size_t kPooledPerKey = 16;
 constexpr std::chrono::milliseconds kPooledIdleLimit{30000};
+
+// RLIMIT_NOFILE's soft limit; 0 when unlimited (or unknown).
+std::uint64_t descriptorLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return 0;
+  }
+  return static_cast<std::uint64_t>(limit.rlim_cur);
+}
+
+// The pool's bounds for worker `index` of `workers`: its share of the total.
+session::UpstreamPool::Limits poolLimits(const policy::Config& config, std::size_t workers,
+                                         std::size_t index) {
+  session::UpstreamPool::Limits limits;
+  limits.per_key = kPooledPerKey;
+  limits.per_sandbox = static_cast<std::size_t>(config.upstream.max_idle_per_sandbox);
+  limits.total = session::idleShare(
+      session::effectiveIdleBound(config.upstream.max_idle, descriptorLimit()), workers, index);
+  limits.idle = std::min(kPooledIdleLimit, config.limits.idle_timeout);
+  return limits;
+}
 
 // How long the sandbox may cache an answer of its resolver. The answer is sluice's own address,
 // never a real one, so a stale answer can only send a connection to sluice, which decides anew.
@@ -99,7 +125,8 @@ Result<Ok, std::string> Worker::start(std::shared_ptr<const Generation> generati
   retire_timer_.data = this;
   resolver_ = std::make_unique<dns::Resolver>(&loop_, generation->config->dns);
   pool_ = std::make_unique<session::UpstreamPool>(
-      &loop_, kPooledPerKey, std::min(kPooledIdleLimit, generation->config->limits.idle_timeout));
+      &loop_, poolLimits(*generation->config, std::max<std::size_t>(peers_.size(), 1),
+                         static_cast<std::size_t>(index_)));
   context_ = std::make_unique<session::WorkerContext>();
   context_->worker = index_;
   context_->loop = &loop_;
@@ -146,6 +173,7 @@ Result<Ok, std::string> Worker::apply(std::shared_ptr<const Generation> generati
   // worker would otherwise keep the old one, its secrets and audit files, alive).
   context_->currentGeneration();
   syncResolver(dns_before);
+  syncPool();
   if (previous != nullptr) {
     drainRemovedSandboxes();
   }
@@ -238,6 +266,30 @@ Result<Ok, std::string> Worker::syncSandboxResolvers() {
   }
   sandbox_resolvers_ = std::move(kept);
   return result;
+}
+
+// The pool's bounds follow the configuration, and its idle connections that no request can
+// take any more go: those of sandboxes the generation no longer has (or has with another CA,
+// hence another runtime), and those verified under an upstream trust it replaced.
+void Worker::syncPool() {
+  const policy::Config& config = *generation_->config;
+  const std::size_t bound =
+      session::effectiveIdleBound(config.upstream.max_idle, descriptorLimit());
+  if (index_ == 0 && bound != config.upstream.max_idle && bound != logged_idle_bound_) {
+    logged_idle_bound_ = bound;
+    spdlog::info("sluice: upstream.max_idle {} held to {}: a quarter of the descriptor limit",
+                 config.upstream.max_idle, bound);
+  }
+  pool_->setLimits(poolLimits(config, std::max<std::size_t>(peers_.size(), 1),
+                              static_cast<std::size_t>(index_)));
+  std::unordered_set<std::uint64_t> runtimes;
+  for (const SandboxView& view : generation_->sandboxes) {
+    runtimes.insert(view.runtime->id);
+  }
+  const std::uint64_t trust = generation_->upstream_trust_id;
+  pool_->closeWhere([&](const session::UpstreamKey& key) {
+    return key.trust != trust || runtimes.count(key.sandbox) == 0;
+  });
 }
 
 // New DNS settings: new lookups go to a new resolver; the old one finishes what it was asked
@@ -411,6 +463,14 @@ void Worker::serve(const ListenSocket& socket, int fd) {
   const SandboxView* view = generation->find(socket.sandbox);
   if (draining_ || view == nullptr) {
     ::close(fd);  // the kernel resets it; a draining gateway takes nothing new
+    busy_.fetch_sub(1);
+    return;
+  }
+  if (view->audit != nullptr && view->audit->overPendingLimit()) {
+    // Its audit file keeps as many unwritten records as it may, and a request read now would
+    // add one. Closed before a byte is read: nothing was asked, nothing is owed a record.
+    view->audit->countRefusedConnection();
+    ::close(fd);
     busy_.fetch_sub(1);
     return;
   }

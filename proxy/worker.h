@@ -90,6 +90,7 @@ class Worker {
   Result<Ok, std::string> syncListeners();
   Result<Ok, std::string> syncSandboxResolvers();
   void syncResolver(const policy::DnsSettings* before);
+  void syncPool();
   void drainRemovedSandboxes();
   void onAccepted(const std::shared_ptr<const ListenSocket>& socket, int fd);
   Worker* leastBusy();
@@ -127,6 +128,7 @@ class Worker {
   // Keyed by sandbox name and endpoint.
   std::map<std::string, std::unique_ptr<dns::SandboxResolver>> sandbox_resolvers_;
   std::unique_ptr<session::UpstreamPool> pool_;
+  std::size_t logged_idle_bound_ = 0;  // the last bound held below upstream.max_idle, logged
   std::unique_ptr<session::WorkerContext> context_;
   std::unordered_map<session::Session*, std::unique_ptr<session::Session>> sessions_;
   std::atomic<std::size_t> session_count_{0};

@@ -51,10 +51,11 @@ Answer route(const http::RequestHead& head, const AdminServer::Handlers& handler
                   handlers.metrics ? handlers.metrics() : std::string(), false};
   }
   if (path == "/healthz") {
-    if (!handlers.healthy || handlers.healthy()) {
+    std::string problems = handlers.problems ? handlers.problems() : std::string();
+    if (problems.empty()) {
       return plain(200, "OK", "ok\n");
     }
-    return plain(503, "Service Unavailable", "draining\n");
+    return plain(503, "Service Unavailable", problems);
   }
   return plain(404, "Not Found", "not found\n");
 }

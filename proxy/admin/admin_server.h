@@ -2,7 +2,8 @@
 // The admin endpoint (`admin.listen`, docs/metrics.md): plain HTTP/1.1 on the main thread's loop.
 //
 //   GET|HEAD /metrics   200, Prometheus text (handlers.metrics()); a query string is ignored
-//   GET|HEAD /healthz   200 "ok\n" while handlers.healthy(), else 503 "draining\n"
+//   GET|HEAD /healthz   200 "ok\n" while handlers.problems() is empty, else 503 with its lines
+//                       ("draining", an audit log that cannot be written: path and error)
 //   another method      405, Allow: GET, HEAD
 //   another path        404
 //   unparsable head     400; a head over kMaxHeadBytes: 431
@@ -38,7 +39,8 @@ class AdminServer {
  public:
   struct Handlers {
     std::function<std::string()> metrics;  // the body of /metrics (renderPrometheus)
-    std::function<bool()> healthy;         // false while draining: /healthz answers 503
+    // Why the gateway is not healthy, one line each ending in '\n'; empty: healthy.
+    std::function<std::string()> problems;
   };
 
   static constexpr std::size_t kMaxHeadBytes = 8 * 1024;

@@ -255,7 +255,8 @@ void appendHistogram(std::string& out, std::string_view name, std::span<const La
 }  // namespace
 
 std::string renderPrometheus(const GatewayMetrics& gateway,
-                             std::span<const SandboxSample> sandboxes, std::string_view version) {
+                             std::span<const SandboxSample> sandboxes, std::string_view version,
+                             std::span<const AuditSample> audits) {
   std::string out;
   out.reserve(4096 + sandboxes.size() * 2048);
 
@@ -345,6 +346,39 @@ std::string renderPrometheus(const GatewayMetrics& gateway,
     const Label labels[] = {{"sandbox", sandbox.name}};
     appendHistogram(out, "sluice_request_duration_seconds", labels,
                     sandbox.metrics->request_duration);
+  }
+
+  // The audit files: a record that cannot be written is kept, and the sandboxes that write
+  // there are refused meanwhile, so an operator must see which file and how much it keeps.
+  struct AuditFamily {
+    std::string_view name;
+    std::string_view type;
+    std::string_view help;
+    std::uint64_t (*value)(const AuditSample&);
+  };
+  static constexpr AuditFamily kAuditFamilies[] = {
+      {"sluice_audit_unavailable", "gauge",
+       "1 while the audit file cannot be written: the sandboxes writing to it are refused "
+       "(503 audit_unavailable).",
+       [](const AuditSample& a) -> std::uint64_t { return a.unavailable ? 1 : 0; }},
+      {"sluice_audit_pending_records", "gauge",
+       "Records kept in memory because the audit file did not take them yet.",
+       [](const AuditSample& a) { return a.pending_records; }},
+      {"sluice_audit_pending_bytes", "gauge", "Bytes of the records kept in memory.",
+       [](const AuditSample& a) { return a.pending_bytes; }},
+      {"sluice_audit_write_failures_total", "counter",
+       "Attempts to write to the audit file that failed (each is retried).",
+       [](const AuditSample& a) { return a.write_failures; }},
+      {"sluice_audit_refused_connections_total", "counter",
+       "Connections closed unread because too many records were kept for the audit file.",
+       [](const AuditSample& a) { return a.refused_connections; }},
+  };
+  for (const AuditFamily& family : kAuditFamilies) {
+    appendFamily(out, family.name, family.type, family.help);
+    for (const AuditSample& audit : audits) {
+      const Label labels[] = {{"path", audit.path}};
+      appendSample(out, family.name, labels, family.value(audit));
+    }
   }
   return out;
 }

@@ -135,12 +135,25 @@ struct SandboxSample {
   std::uint64_t certs_minted = 0;
 };
 
+// One audit file as a scrape sees it (proxy/audit/audit_log.h AuditSink::Status): whether it
+// can be written and what it keeps meanwhile. Paths must be unique within one render.
+struct AuditSample {
+  std::string_view path;  // as configured; "-" is stdout
+  bool unavailable = false;
+  std::uint64_t pending_records = 0;
+  std::uint64_t pending_bytes = 0;
+  std::uint64_t write_failures = 0;       // failed attempts to write, ever
+  std::uint64_t refused_connections = 0;  // closed unread: too much kept
+};
+
 // Everything, in the Prometheus text exposition format 0.0.4, every family with # HELP and
 // # TYPE; label values escaped (\\, \", \n). `version` goes into sluice_build_info. Series per
 // family: requests only where non-zero; per-sandbox gauges, counters and histograms for every
-// sandbox given; DNS results and reload results always, zeros included.
+// sandbox given; per-file audit gauges and counters for every audit file given; DNS results and
+// reload results always, zeros included.
 std::string renderPrometheus(const GatewayMetrics& gateway,
-                             std::span<const SandboxSample> sandboxes, std::string_view version);
+                             std::span<const SandboxSample> sandboxes, std::string_view version,
+                             std::span<const AuditSample> audits = {});
 
 // The Content-Type of renderPrometheus()'s output.
 inline constexpr std::string_view kPrometheusContentType =

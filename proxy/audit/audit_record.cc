@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstring>
 #include <ctime>
+#include <utility>
 
 #include "proxy/json_writer.h"
 
@@ -82,13 +83,91 @@ void endpointField(JsonWriter& json, std::string_view name,
   }
 }
 
-void optionalField(JsonWriter& json, std::string_view name,
-                   const std::optional<std::string_view>& value) {
-  if (value) {
-    json.field(name, *value);
-  } else {
-    json.fieldNull(name);
+constexpr char kHexDigits[] = "0123456789abcdef";
+
+// The JSON string of a value copied from the sandbox, with at most `cap` bytes between its
+// quotes: valid UTF-8 as it is, '"' '\' and controls escaped, and a byte that is not UTF-8 as
+// the UTF-8 of its Latin-1 reading (U+0080..U+00FF, 2 bytes: the string json_writer.h writes as
+// \u00XX). Stops before the first character that would not fit, never inside one. Returns
+// whether all of `text` was written.
+bool appendCappedString(std::string& out, std::string_view text, std::size_t cap) {
+  out += '"';
+  std::size_t used = 0;
+  std::size_t i = 0;
+  bool whole = true;
+  while (i < text.size()) {
+    std::size_t run = i;
+    while (run < text.size() && run - i < cap - used) {
+      unsigned char c = static_cast<unsigned char>(text[run]);
+      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+        break;
+      }
+      ++run;
+    }
+    out.append(text.data() + i, run - i);
+    used += run - i;
+    i = run;
+    if (i == text.size()) {
+      break;
+    }
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    char escaped[6];
+    std::size_t length = 0;
+    std::size_t consumed = 1;
+    if (c >= 0x80) {
+      std::size_t n = utf8SequenceLength(text, i);
+      if (n != 0) {
+        consumed = length = n;
+        std::memcpy(escaped, text.data() + i, n);
+      } else {
+        escaped[0] = static_cast<char>(0xc0 | (c >> 6));
+        escaped[1] = static_cast<char>(0x80 | (c & 0x3f));
+        length = 2;
+      }
+    } else if (c == '"' || c == '\\') {
+      escaped[0] = '\\';
+      escaped[1] = static_cast<char>(c);
+      length = 2;
+    } else if (c == '\n' || c == '\r' || c == '\t') {
+      escaped[0] = '\\';
+      escaped[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+      length = 2;
+    } else if (c != 0x7f && c >= 0x20) {
+      escaped[0] = static_cast<char>(c);  // a plain character the run stopped at: the cap
+      length = 1;
+    } else {
+      std::memcpy(escaped, "\\u00", 4);
+      escaped[4] = kHexDigits[c >> 4];
+      escaped[5] = kHexDigits[c & 0xf];
+      length = 6;
+    }
+    if (used + length > cap) {
+      whole = false;
+      break;
+    }
+    out.append(escaped, length);
+    used += length;
+    i += consumed;
   }
+  out += '"';
+  return whole;
+}
+
+// Which of the capped fields were cut, and how long each value was: the `truncated` member.
+struct Truncation {
+  std::array<std::pair<std::string_view, std::size_t>, 4> cut{};
+  std::size_t count = 0;
+};
+
+void cappedField(JsonWriter& json, std::string& out, std::string_view name,
+                 std::optional<std::string_view> value, std::size_t cap, Truncation& truncation) {
+  json.key(name);
+  if (!value) {
+    out += "null";
+  } else if (!appendCappedString(out, *value, cap)) {
+    truncation.cut[truncation.count++] = {name, value->size()};
+  }
+  json.afterValue();
 }
 
 }  // namespace
@@ -105,10 +184,14 @@ void appendRecordBody(std::string& out, const AuditRecord& r) {
   json.field(field::kConn, static_cast<std::int64_t>(r.conn));
   endpointField(json, field::kClient, r.client);
   json.field(field::kMode, toString(r.mode));
-  optionalField(json, field::kSni, r.sni);
-  optionalField(json, field::kHost, r.host);
-  optionalField(json, field::kMethod, r.method);
-  json.fieldOrNull(field::kUrl, r.url);
+  // Copied from the sandbox: capped.
+  Truncation truncation;
+  cappedField(json, out, field::kSni, r.sni, kMaxSniBytes, truncation);
+  cappedField(json, out, field::kHost, r.host, kMaxHostBytes, truncation);
+  cappedField(json, out, field::kMethod, r.method, kMaxMethodBytes, truncation);
+  cappedField(json, out, field::kUrl,
+              r.url.empty() ? std::nullopt : std::optional<std::string_view>(r.url), kMaxUrlBytes,
+              truncation);
   endpointField(json, field::kOrigDst, r.orig_dst);
   json.key(field::kAddrs).beginArray();
   for (const policy::IpAddress& address : r.addrs) {
@@ -140,6 +223,13 @@ void appendRecordBody(std::string& out, const AuditRecord& r) {
     json.fieldNull(field::kRespSha256);
   }
   json.field(field::kDurationMs, static_cast<std::int64_t>(r.duration_ms));
+  if (truncation.count != 0) {
+    json.key(field::kTruncated).beginObject();
+    for (std::size_t i = 0; i < truncation.count; ++i) {
+      json.field(truncation.cut[i].first, static_cast<std::int64_t>(truncation.cut[i].second));
+    }
+    json.endObject();
+  }
 }
 
 }  // namespace sluice::proxy::audit

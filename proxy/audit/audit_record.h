@@ -2,9 +2,22 @@
 // One audit record (docs/audit.md): one per HTTP request, allowed or not, and one per connection
 // that ended denied before any request. Field names are constants here and nowhere else, so tests
 // and log pipelines can rely on them.
+//
+// What a record copies from the sandbox (method, sni, host, url) is capped: each of these
+// strings takes at most its kMax* bytes of the line (escapes counted), so a sandbox cannot make
+// one record large, whatever it sends. A value that did not fit is cut at a character boundary
+// and the record says so in a member of its own, `"truncated":{"url":70012}` (each cut field
+// with the length in bytes of the value received), which no sandbox byte can forge: the
+// sandbox's bytes only ever appear inside escaped strings. Within a cap, a byte received costs
+// at most 2 bytes of the line ('"', '\', or a byte that is not UTF-8: written as the character
+// of its Latin-1 reading, the same JSON string as \u00XX in a third of the bytes), except a
+// control character, which JSON writes as \u00XX (6 bytes). The fixed part, what sluice writes
+// itself, is at most kMaxFixedBytes plus kMaxAddressBytes per address in `addrs`. README
+// ("Wire behaviour", audit record) states the resulting bound.
 
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -39,8 +52,24 @@ inline constexpr std::string_view kRespBytes = "resp_bytes";
 inline constexpr std::string_view kReqSha256 = "req_sha256";
 inline constexpr std::string_view kRespSha256 = "resp_sha256";
 inline constexpr std::string_view kDurationMs = "duration_ms";
+inline constexpr std::string_view kTruncated = "truncated";  // only when a value was cut
 inline constexpr std::string_view kChain = "chain";
 }  // namespace field
+
+// Caps on the strings copied from the sandbox, in bytes of the line between the quotes. Each
+// holds any valid value of its kind whole: a method token, a DNS name with its port, and a
+// URL of the length clients and servers commonly accept.
+inline constexpr std::size_t kMaxMethodBytes = 32;
+inline constexpr std::size_t kMaxSniBytes = 512;
+inline constexpr std::size_t kMaxHostBytes = 512;
+inline constexpr std::size_t kMaxUrlBytes = 4096;
+// What sluice writes itself, from '{' up to `,"chain"`, with every field at its longest (names
+// from the config at their 64-character limit, IPv6 endpoints, 20-digit numbers, both
+// digests), and `addrs` empty; and the most each resolved address adds to `addrs`.
+inline constexpr std::size_t kMaxFixedBytes = 900;
+inline constexpr std::size_t kMaxAddressBytes = 48;
+// The `truncated` member with all four fields cut, each with a 20-digit length.
+inline constexpr std::size_t kMaxTruncatedBytes = 120;
 
 enum class Mode : std::uint8_t { Connect, Transparent, Forward };
 std::string_view toString(Mode m);

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "policy/host_name.h"
+#include "proxy/dns/answer_reader.h"
 #include "proxy/dns/resolv_conf.h"
 
 namespace sluice::proxy::dns {
@@ -28,65 +29,6 @@ constexpr int kTypeA = 1;
 constexpr int kTypeAaaa = 28;
 
 using Clock = std::chrono::steady_clock;
-
-// One family's half of a lookup, recorded inside the c-ares callback (the reply buffer dies
-// with it).
-struct FamilyAnswer {
-  std::optional<DnsError> error;
-  std::vector<std::pair<policy::IpAddress, int>> records;  // address, TTL in seconds
-};
-
-DnsError mapStatus(int status) {
-  switch (status) {
-    case ARES_ENOTFOUND:
-      return DnsError::NotFound;
-    case ARES_ENODATA:
-      return DnsError::NoAddresses;
-    case ARES_ETIMEOUT:
-      return DnsError::Timeout;
-    // c-ares 1.18 skips a server that answers REFUSED (or SERVFAIL, NOTIMP) and, when none is
-    // left, reports the query's initial status ARES_ECONNREFUSED, as for an unreachable one.
-    case ARES_ECONNREFUSED:
-    case ARES_EREFUSED:
-    case ARES_ESERVFAIL:
-      return DnsError::Refused;
-    case ARES_EDESTRUCTION:
-    case ARES_ECANCELLED:
-      return DnsError::Cancelled;
-    default:
-      return DnsError::Failed;
-  }
-}
-
-void recordA(FamilyAnswer& out, const unsigned char* abuf, int alen) {
-  std::array<ares_addrttl, Answer::kMaxAddresses> ttls{};
-  int count = static_cast<int>(ttls.size());
-  int rc = ares_parse_a_reply(abuf, alen, nullptr, ttls.data(), &count);
-  if (rc != ARES_SUCCESS) {
-    out.error = mapStatus(rc);
-    return;
-  }
-  for (int i = 0; i < count; ++i) {
-    const ares_addrttl& r = ttls[static_cast<std::size_t>(i)];
-    out.records.emplace_back(policy::IpAddress::fromV4(ntohl(r.ipaddr.s_addr)), r.ttl);
-  }
-}
-
-void recordAaaa(FamilyAnswer& out, const unsigned char* abuf, int alen) {
-  std::array<ares_addr6ttl, Answer::kMaxAddresses> ttls{};
-  int count = static_cast<int>(ttls.size());
-  int rc = ares_parse_aaaa_reply(abuf, alen, nullptr, ttls.data(), &count);
-  if (rc != ARES_SUCCESS) {
-    out.error = mapStatus(rc);
-    return;
-  }
-  for (int i = 0; i < count; ++i) {
-    const ares_addr6ttl& r = ttls[static_cast<std::size_t>(i)];
-    std::array<std::uint8_t, 16> bytes{};
-    std::memcpy(bytes.data(), r.ip6addr._S6_un._S6_u8, bytes.size());
-    out.records.emplace_back(policy::IpAddress::fromV6(bytes), r.ttl);
-  }
-}
 
 // A name goes to DNS only in the exact canonical form decide() matched, and never an address:
 // c-ares 1.18 would send "127.0.0.1" to the servers, and read "0177.0.0.1" its own way.
@@ -304,9 +246,9 @@ void Resolver::onAnswerA(void* arg, int status, int /*timeouts*/, unsigned char*
                          int alen) noexcept {
   auto& query = *static_cast<Query*>(arg);
   if (status == ARES_SUCCESS) {
-    recordA(query.a, abuf, alen);
+    query.a = readAReply(abuf, alen);
   } else {
-    query.a.error = mapStatus(status);
+    query.a.error = dnsErrorFromAresStatus(status);
   }
   if (--query.pending == 0 && !query.resolver.closing_) {
     query.resolver.finishQuery(query);
@@ -317,9 +259,9 @@ void Resolver::onAnswerAaaa(void* arg, int status, int /*timeouts*/, unsigned ch
                             int alen) noexcept {
   auto& query = *static_cast<Query*>(arg);
   if (status == ARES_SUCCESS) {
-    recordAaaa(query.aaaa, abuf, alen);
+    query.aaaa = readAaaaReply(abuf, alen);
   } else {
-    query.aaaa.error = mapStatus(status);
+    query.aaaa.error = dnsErrorFromAresStatus(status);
   }
   if (--query.pending == 0 && !query.resolver.closing_) {
     query.resolver.finishQuery(query);
@@ -331,49 +273,13 @@ void Resolver::onAnswerAaaa(void* arg, int status, int /*timeouts*/, unsigned ch
 // must not run inside c-ares.
 void Resolver::finishQuery(Query& query) {
   const auto now = Clock::now();
-  std::vector<policy::IpAddress> addresses;
-  int ttl = INT_MAX;
-  for (const FamilyAnswer* family : {&query.a, &query.aaaa}) {
-    for (const auto& [address, record_ttl] : family->records) {
-      if (addresses.size() == Answer::kMaxAddresses) {
-        break;
-      }
-      ttl = std::min(ttl, std::max(record_ttl, 0));
-      if (std::find(addresses.begin(), addresses.end(), address) == addresses.end()) {
-        addresses.push_back(address);
-      }
-    }
-  }
-
-  if (!addresses.empty()) {
-    const auto lifetime = std::min<std::chrono::milliseconds>(std::chrono::seconds(ttl), max_ttl_);
-    auto answer = std::make_shared<Answer>();
-    answer->addresses = std::move(addresses);
-    answer->expires = now + lifetime;
-    query.result.emplace(std::shared_ptr<const Answer>(std::move(answer)));
-    cache_.store(query.name, *query.result, now + lifetime, now);
-  } else {
-    // Neither family has an address. A hard error in either wins over a negative answer, so
-    // that a half-known name is never negatively cached.
-    DnsError error = DnsError::NoAddresses;
-    bool found_hard = false;
-    for (DnsError hard : {DnsError::Timeout, DnsError::Refused, DnsError::Failed}) {
-      if (query.a.error == hard || query.aaaa.error == hard) {
-        error = hard;
-        found_hard = true;
-        break;
-      }
-    }
-    if (!found_hard &&
-        (query.a.error == DnsError::NotFound || query.aaaa.error == DnsError::NotFound)) {
-      error = DnsError::NotFound;  // RFC 8020: NXDOMAIN means no records of any type
-    }
+  JoinedAnswer joined = joinFamilies(query.a, query.aaaa, now, max_ttl_);
+  if (!joined.result.ok()) {
     ++stats_.failures;
-    query.result.emplace(Err{error});
-    if (!found_hard) {
-      const auto lifetime = std::min<std::chrono::milliseconds>(kMaxNegativeTtl, max_ttl_);
-      cache_.store(query.name, *query.result, now + lifetime, now);
-    }
+  }
+  query.result.emplace(std::move(joined.result));
+  if (joined.cache_until) {
+    cache_.store(query.name, *query.result, *joined.cache_until, now);
   }
 
   if (&query == starting_) {

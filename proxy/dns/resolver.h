@@ -51,6 +51,7 @@
 #include "policy/config.h"
 #include "proxy/dns/answer.h"
 #include "proxy/dns/answer_cache.h"
+#include "proxy/dns/answer_reader.h"
 
 struct ares_channeldata;  // c-ares' channel; ares.h stays out of this header
 
@@ -61,7 +62,7 @@ class Resolver {
 
  public:
   static constexpr std::size_t kDefaultMaxCachedNames = 4096;
-  static constexpr std::chrono::milliseconds kMaxNegativeTtl{5000};
+  static constexpr std::chrono::milliseconds kMaxNegativeTtl = kMaxNegativeAnswerTtl;
   static constexpr int kTries = 2;
 
   // settings.servers empty: the nameservers of /etc/resolv.conf, read once here; with none

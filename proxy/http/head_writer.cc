@@ -1,18 +1,15 @@
 #include "proxy/http/head_writer.h"
 
-#include <array>
 #include <cstdint>
+
+#include "policy/request_header.h"
+#include "proxy/http/nominated_fields.h"
 
 namespace sluice::proxy::http {
 namespace {
 
-// clang-format off
-constexpr std::array<std::string_view, 10> kHopByHop = {
-    "Connection",          "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
-    "Proxy-Authenticate",  "TE",         "Trailer",          "Transfer-Encoding",
-    "Upgrade",             "HTTP2-Settings",
-};
-// clang-format on
+static_assert(detail::NominatedFields::kInlineFields >= kDefaultMaxFields,
+              "a head the parsers accept is handled without allocating");
 
 void appendDecimal(std::string& out, std::uint64_t value) {
   char digits[20];
@@ -65,52 +62,12 @@ void appendCleanField(std::string& out, std::string_view name, std::string_view 
   out.append("\r\n");
 }
 
-// The values of a message's Connection fields, gathered once per head: each field is then
-// checked against them instead of walking every field again (quadratic in the head's size).
-class ConnectionTokens {
- public:
-  explicit ConnectionTokens(const HeaderBlock& headers) : headers_(headers) {
-    for (std::size_t i = 0; i < headers.size(); ++i) {
-      if (ascii::iequals(headers.name(i), "Connection")) {
-        if (count_ < std::size(values_)) {
-          values_[count_] = headers.value(i);
-        }
-        ++count_;
-      }
-    }
-  }
-
-  // Hop-by-hop by name, or named by one of the Connection fields.
-  bool hopByHop(std::string_view name) const {
-    if (isHopByHop(name)) {
-      return true;
-    }
-    if (count_ > std::size(values_)) {  // more fields than kept (hostile): walk them all
-      for (std::size_t i = 0; i < headers_.size(); ++i) {
-        if (ascii::iequals(headers_.name(i), "Connection") &&
-            ascii::listContains(headers_.value(i), name)) {
-          return true;
-        }
-      }
-      return false;
-    }
-    for (std::size_t i = 0; i < count_; ++i) {
-      if (ascii::listContains(values_[i], name)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
- private:
-  const HeaderBlock& headers_;
-  std::string_view values_[4];
-  std::size_t count_ = 0;
-};
-
+// A field the sandbox sent that the rule's `extra` fields replace. Compared as the drop table
+// compares (case-insensitive, '_' for '-'): an origin behind CGI would read "X_Api_Key" and
+// "x-api-key" as one field.
 bool isReplaced(std::span<const HeaderField> extra, std::string_view name) {
   for (const HeaderField& field : extra) {
-    if (ascii::iequals(field.name, name)) {
+    if (policy::sameRequestHeaderName(field.name, name)) {
       return true;
     }
   }
@@ -120,12 +77,7 @@ bool isReplaced(std::span<const HeaderField> extra, std::string_view name) {
 }  // namespace
 
 bool isHopByHop(std::string_view name) {
-  for (std::string_view hop : kHopByHop) {
-    if (ascii::iequals(name, hop)) {
-      return true;
-    }
-  }
-  return false;
+  return policy::classifyRequestHeader(name) == policy::RequestHeaderClass::HopByHop;
 }
 
 void writeRequestHead(std::string& out, const RequestHead& head, std::string_view origin_target,
@@ -139,17 +91,19 @@ void writeRequestHead(std::string& out, const RequestHead& head, std::string_vie
   out.append("\r\n");
 
   const HeaderBlock& headers = head.headers;
-  const ConnectionTokens connection(headers);
+  const detail::NominatedFields nominated(headers);
   for (std::size_t i = 0; i < headers.size(); ++i) {
     const std::string_view name = headers.name(i);
-    if (ascii::iequals(name, "Host") || ascii::iequals(name, "Content-Length") ||
-        isReplaced(extra, name) || connection.hopByHop(name)) {
+    if (!policy::isEndToEndRequestHeader(name) || nominated.contains(i) ||
+        isReplaced(extra, name)) {
       continue;
     }
     appendField(out, name, headers.value(i));
   }
   for (const HeaderField& field : extra) {
-    appendCleanField(out, field.name, field.value);
+    if (policy::isEndToEndRequestHeader(field.name)) {  // the loader refuses the others
+      appendCleanField(out, field.name, field.value);
+    }
   }
   switch (head.framing) {
     case BodyFraming::ContentLength:
@@ -175,10 +129,10 @@ void writeResponseHead(std::string& out, const ResponseHead& head, ResponseFrami
   out.append("\r\n");
 
   const HeaderBlock& headers = head.headers;
-  const ConnectionTokens connection(headers);
+  const detail::NominatedFields nominated(headers);
   for (std::size_t i = 0; i < headers.size(); ++i) {
     const std::string_view name = headers.name(i);
-    if (ascii::iequals(name, "Content-Length") || connection.hopByHop(name)) {
+    if (ascii::iequals(name, "Content-Length") || isHopByHop(name) || nominated.contains(i)) {
       continue;
     }
     appendField(out, name, headers.value(i));

@@ -18,13 +18,16 @@
 namespace sluice::proxy::http {
 
 // Connection, Keep-Alive, Proxy-Connection, Proxy-Authorization, Proxy-Authenticate, TE,
-// Trailer, Transfer-Encoding, Upgrade, HTTP2-Settings (ASCII case-insensitive). Fields named in
-// a message's Connection field are hop-by-hop too; the writers drop both.
+// Trailer, Transfer-Encoding, Upgrade, HTTP2-Settings (ASCII case-insensitive, '_' read as '-').
+// Fields named in a message's Connection field are hop-by-hop too; the writers drop both.
 bool isHopByHop(std::string_view name);
 
 // "METHOD origin_target HTTP/1.1", then "Host: host_value", then the client's fields in order
-// except hop-by-hop ones, Host, Content-Length and any field named in `extra` (those are
-// replaced: credential injection), then `extra`, then the framing of head.framing
+// except those policy::isEndToEndRequestHeader refuses (Host, Content-Length, hop-by-hop,
+// Proxy-*, routing and client claims), those its Connection fields name, and any field named in
+// `extra` (those are replaced: credential injection), then `extra` (less any name
+// isEndToEndRequestHeader refuses, which the config loader never lets a rule inject), then the
+// framing of head.framing
 // ("Content-Length: n", also for 0 when the client sent it; "Transfer-Encoding: chunked"; or
 // nothing), then the empty line. `origin_target` is normally head.origin_target; it must not
 // contain SP or control characters. In host_value and `extra` (which come from configuration),

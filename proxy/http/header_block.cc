@@ -2,16 +2,6 @@
 
 namespace sluice::proxy::http {
 
-std::string_view HeaderBlock::name(std::size_t i) const {
-  const Field& f = fields_[i];
-  return std::string_view(bytes_).substr(f.name_offset, f.name_length);
-}
-
-std::string_view HeaderBlock::value(std::size_t i) const {
-  const Field& f = fields_[i];
-  return std::string_view(bytes_).substr(f.value_offset, f.value_length);
-}
-
 std::size_t HeaderBlock::count(std::string_view wanted) const {
   std::size_t n = 0;
   for (std::size_t i = 0; i < fields_.size(); ++i) {

@@ -29,8 +29,15 @@ class HeaderBlock {
  public:
   std::size_t size() const { return fields_.size(); }
   bool empty() const { return fields_.empty(); }
-  std::string_view name(std::size_t i) const;
-  std::string_view value(std::size_t i) const;
+  // Inline: the head writer and the Connection-token search call them once per comparison.
+  std::string_view name(std::size_t i) const {
+    const Field& f = fields_[i];
+    return std::string_view(bytes_.data() + f.name_offset, f.name_length);
+  }
+  std::string_view value(std::size_t i) const {
+    const Field& f = fields_[i];
+    return std::string_view(bytes_.data() + f.value_offset, f.value_length);
+  }
 
   // Number of fields called `name` (ASCII case-insensitive).
   std::size_t count(std::string_view name) const;

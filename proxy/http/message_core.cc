@@ -153,6 +153,7 @@ void MessageCore::reset() {
   paused_ = false;
   skip_body_ = false;
   pending_ = false;
+  scan_failed_ = false;
   error_ = ParseError::None;
   error_detail_ = {};
   beginMessage();
@@ -165,6 +166,27 @@ void MessageCore::setPending(ParseError error, std::string_view detail) {
     error_ = error;
     error_detail_ = detail;
   }
+}
+
+bool MessageCore::scanTo(const char* stop) {
+  if (scan_failed_) {
+    return false;
+  }
+  if (const char* why = scanner_.scan(cursor_, stop)) {
+    scanFailed(why);
+    return false;
+  }
+  cursor_ = stop;
+  return true;
+}
+
+void MessageCore::scanFailed(const char* why) {
+  // The bytes scanned lie before wherever a callback stopped llhttp: this fault replaces the
+  // callback's.
+  scan_failed_ = true;
+  pending_ = true;
+  error_ = ParseError::BadRequest;
+  error_detail_ = why;
 }
 
 void MessageCore::fail(ParseError error, std::string_view detail) {
@@ -211,12 +233,9 @@ MessageCore::Step MessageCore::run(std::span<const char> data, BodyFn body_fn, v
       stop = within(pos, cursor_, end) ? pos : cursor_;
     }
     // Scan before judging llhttp's verdict, so that the first fault in byte order is the one
-    // reported however the input was split.
-    if (!pending_) {
-      if (const char* why = scanner_.scan(cursor_, stop)) {
-        setPending(ParseError::BadRequest, why);
-      }
-    }
+    // reported however the input was split. Also when a callback refused the message (too many
+    // fields): llhttp stopped at the callback's byte, so a fault found before it comes first.
+    scanTo(stop);
     const auto used = static_cast<std::size_t>(stop - begin);
     consumed += used;
     if (phase_ == Phase::Head) {
@@ -391,12 +410,11 @@ int MessageCore::onBody(llhttp_t* p, const char* at, std::size_t length) noexcep
     core.setPending(ParseError::Internal, "body before the head was accepted");
     return -1;
   }
-  const char* why = core.scanner_.scan(core.cursor_, at);
-  if (why == nullptr) {
-    why = core.scanner_.beforeBody();
+  if (!core.scanTo(at)) {
+    return -1;
   }
-  if (why != nullptr) {
-    core.setPending(ParseError::BadRequest, why);
+  if (const char* why = core.scanner_.beforeBody()) {
+    core.scanFailed(why);
     return -1;
   }
   core.cursor_ = at + length;

@@ -133,8 +133,12 @@ class MessageCore {
   static int onMessageComplete(llhttp_t* p) noexcept;
 
   void beginMessage();
-  // Records the first error a callback or the scanner found; run() reports it.
+  // Records the first error a callback found; run() reports it.
   void setPending(ParseError error, std::string_view detail);
+  // Scans from cursor_ to `stop` (not past a fault already found). A fault found there lies
+  // before any callback's and replaces it as the pending error. Returns false on a fault.
+  bool scanTo(const char* stop);
+  void scanFailed(const char* why);
   Step failStep(std::size_t consumed) const { return {Stop::Failed, consumed, false}; }
 
   llhttp_t parser_{};
@@ -160,6 +164,7 @@ class MessageCore {
   void* body_target_ = nullptr;
 
   bool pending_ = false;
+  bool scan_failed_ = false;  // the scanner found this message's fault
   ParseError error_ = ParseError::None;
   std::string_view error_detail_;
 };

@@ -79,8 +79,9 @@ namespace {
 // Connections accepted per wake-up before the loop serves others: a burst of connects must
 // not starve the connections already open.
 constexpr int kAcceptsPerWakeup = 64;
-// Out of descriptors (EMFILE, ENFILE) or kernel memory: the pending connection stays queued
-// and the socket stays readable, so polling on would spin. Pause accepting this long.
+// When accept() fails for want of descriptors or memory (or on a socket that stopped
+// listening), accepting pauses this long: the pending connection stays queued and the socket
+// readable, so polling on would spin.
 constexpr std::uint64_t kResumeAfterMs = 100;
 
 }  // namespace
@@ -136,16 +137,24 @@ void TcpListener::acceptPending() {
       case EINTR:
       case ECONNABORTED:
       case EPROTO:
-        continue;  // that one connection is gone; the next may be fine
-      case EMFILE:
-      case ENFILE:
-      case ENOBUFS:
-      case ENOMEM:
+      // Linux hands a pending connection's network error to accept() (accept(2)): that one
+      // connection is gone, and the next may be fine.
+      case ENETDOWN:
+      case ENOPROTOOPT:
+      case EHOSTDOWN:
+      case ENONET:
+      case EHOSTUNREACH:
+      case ENETUNREACH:
+      case EPERM:
+        continue;
+      default:
+        // Out of descriptors (EMFILE, ENFILE), kernel memory (ENOBUFS, ENOMEM), or a socket
+        // that no longer listens (EINVAL): nothing was taken off the queue and the socket
+        // stays readable, so polling on would run the loop flat out. Pause instead; the
+        // connection waits in the kernel's queue.
         uv_poll_stop(&poll_);
         uv_timer_start(&resume_, &TcpListener::onResumeCb, kResumeAfterMs, 0);
         return;
-      default:
-        return;  // level-triggered: the next wake-up tries again
     }
   }
 }

@@ -33,7 +33,8 @@ class TcpStream {
     virtual void onEof(TcpStream& stream) = 0;
     // A read or write failed (reset, timeout...). The stream should be closed.
     virtual void onError(TcpStream& stream, int uv_status) = 0;
-    // The write backlog fell from above kHighWatermark to kLowWatermark or below.
+    // The write backlog fell from above kHighWatermark to kLowWatermark or below: backedUp()
+    // has just turned false.
     virtual void onDrained(TcpStream& stream) = 0;
     // connect() finished: status 0, or a libuv error.
     virtual void onConnected(TcpStream& stream, int status) = 0;
@@ -42,6 +43,7 @@ class TcpStream {
   };
 
   // Above this many queued bytes, a producer should stop reading its source until onDrained().
+  // The queue holds only what the kernel would not take: the socket's own buffers come first.
   static constexpr std::size_t kHighWatermark = 256 * 1024;
   static constexpr std::size_t kLowWatermark = 64 * 1024;
 
@@ -69,7 +71,10 @@ class TcpStream {
   void write(std::string_view data) { write(std::span<const char>(data.data(), data.size())); }
   // Bytes accepted by write() and not yet handed to the kernel.
   std::size_t backlog() const { return pending_.size() + inflight_.size(); }
-  bool overHighWatermark() const { return backlog() > kHighWatermark; }
+  // The backlog went over kHighWatermark and has not yet fallen to kLowWatermark (onDrained()
+  // ends it). While it holds, nothing that adds to this queue should be read; the gap between
+  // the two marks keeps a slow reader from costing a stop and a restart per write.
+  bool backedUp() const { return above_high_; }
   // Sends FIN once everything queued has been written.
   void shutdownWrite();
 

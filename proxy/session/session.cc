@@ -73,7 +73,7 @@ Session::Session(WorkerContext& context, std::shared_ptr<const Generation> gener
     mode_ = audit::Mode::Transparent;
     state_ = State::Sniffing;
   }
-  started_ms_ = last_activity_ms_ = uv_now(ctx_.loop);
+  started_ms_ = last_progress_ms_ = uv_now(ctx_.loop);
   opened_as_.gateway = ctx_.state->open_connections.fetch_add(1, std::memory_order_relaxed) + 1;
   opened_as_.sandbox =
       runtime_->metrics.connections_active.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -94,8 +94,8 @@ bool Session::start(int fd) {
   if (mode_ == audit::Mode::Transparent) {
     orig_dst_ = client_.originalDestination();
   }
-  phase_deadline_ms_ = started_ms_ + static_cast<std::uint64_t>(
-                                         config().limits.handshake_timeout.count());
+  phase_deadline_ms_ =
+      started_ms_ + static_cast<std::uint64_t>(config().limits.handshake_timeout.count());
   SPDLOG_DEBUG("[C{}] accepted from {} for sandbox {} on worker {}", id_,
                client_address_.toString(), sandbox().name, ctx_.worker);
   updateReading();
@@ -160,46 +160,29 @@ void Session::refuseConnection(policy::Reason reason, bool answer) {
 // ---------------------------------------------------------------------------------------------
 // Reading and writing the client side.
 
+// Which peers are read. A peer is never read while its own write queue is backed up (over the
+// high watermark, until it drains): whatever it sends may make sluice answer it (a TLS KeyUpdate,
+// an alert, 100-continue, the response to a pipelined request), so a peer that does not read
+// would otherwise grow that queue without bound. That holds in every state, on both legs, tunnel
+// or not; onDrained() calls here again, so reading always resumes. On top of it, the state says
+// what it needs, and a side is not read while what it sends is forwarded to a backed-up other
+// side. None of this costs an epoll_ctl while nothing is backed up: start and stop are no-ops
+// when reading already is as wanted.
 void Session::updateReading() {
   if (state_ == State::Closing) {
     return;
   }
-  bool upstream_backlogged = upstream_ && upstream_->stream.overHighWatermark();
-  bool want_client = false;
-  switch (state_) {
-    case State::Sniffing:
-    case State::ReadingProxyHead:
-    case State::ReadingClientHello:
-    case State::TlsHandshake:
-    case State::ReadingRequest:
-    case State::Lingering:
-      want_client = true;
-      break;
-    case State::HoldingBody:
-      want_client = held_body_.size() < kBodyScanBytes && !held_complete_;
-      break;
-    case State::Exchanging:
-      // Until the request is complete its body is read as fast as the upstream takes it. Then
-      // reading goes on, so that the next request of a keep-alive client does not cost two
-      // epoll_ctl calls to stop and restart, but only while little is buffered: a pipelining
-      // client gets at most kPipelineBudget plus one read held for it.
-      want_client = exchange_.request_done
-                        ? client_plain_.size() - client_plain_offset_ < kPipelineBudget
-                        : !upstream_backlogged;
-      break;
-    default:
-      break;  // a head is waiting for DNS or a connection: read nothing more meanwhile
-  }
-  if (want_client) {
+  bool upstream_backed_up = upstream_ && upstream_->stream.backedUp();
+  if (clientWanted(upstream_backed_up) && !client_.backedUp()) {
     client_.startReading();
   } else {
     client_.stopReading();
   }
   if (upstream_) {
-    bool want_upstream =
+    bool upstream_wanted =
         state_ == State::UpstreamTls ||
-        (state_ == State::Exchanging && !exchange_.response_done && !client_.overHighWatermark());
-    if (want_upstream) {
+        (state_ == State::Exchanging && !exchange_.response_done && !client_.backedUp());
+    if (upstream_wanted && !upstream_backed_up) {
       upstream_->stream.startReading();
     } else {
       upstream_->stream.stopReading();
@@ -207,12 +190,41 @@ void Session::updateReading() {
   }
 }
 
+bool Session::clientWanted(bool upstream_backed_up) const {
+  switch (state_) {
+    case State::Sniffing:
+    case State::ReadingProxyHead:
+    case State::ReadingClientHello:
+    case State::TlsHandshake:
+    case State::ReadingRequest:
+    case State::Lingering:
+      return true;
+    case State::HoldingBody:
+      return held_body_.size() < kBodyScanBytes && !held_complete_;
+    case State::Exchanging:
+      // Until the request is complete its body is read as fast as the upstream takes it. Then
+      // reading goes on, so that the next request of a keep-alive client does not cost two
+      // epoll_ctl calls to stop and restart, but only while little is buffered: a pipelining
+      // client gets at most kPipelineBudget plus one read held for it.
+      return exchange_.request_done ? client_plain_.size() - client_plain_offset_ < kPipelineBudget
+                                    : !upstream_backed_up;
+    default:
+      return false;  // a head is waiting for DNS or a connection: read nothing more meanwhile
+  }
+}
+
 void Session::onRead(io::TcpStream& stream, std::span<const char> data) {
-  last_activity_ms_ = uv_now(ctx_.loop);
   Cork cork(*this);
   if (&stream == &client_) {
+    if (handshake_phase_) {
+      // The proxy head, the ClientHello and the TLS handshake: bounded by handshake_timeout.
+      noteProgress();
+    }
     onClientBytes(data);
   } else if (upstream_ && &stream == &upstream_->stream) {
+    if (state_ == State::Exchanging) {
+      noteProgress();  // the response (or the origin's TLS, bounded on its own: read())
+    }
     onUpstreamBytes(data);
   } else if (parked_ && &stream == &parked_->stream) {
     retireParked();  // an idle upstream talking out of turn is in no known state
@@ -275,6 +287,7 @@ void Session::sendClient(std::string_view bytes) {
       return;
     }
     if (!client_out_.empty()) {
+      flushAudit();  // what is gathered may end a response (sendClientFinal): its record first
       sealClient(client_out_);
       client_out_.clear();
     }
@@ -288,6 +301,14 @@ void Session::sendClient(std::string_view bytes) {
     flushCorked();
   }
   writeClientNow(bytes);
+}
+
+void Session::sendClientFinal(std::string_view bytes) {
+  if (cork_depth_ > 0) {
+    client_out_.append(bytes);  // at most one read's worth: the Cork sends it, record first
+    return;
+  }
+  sendClient(bytes);  // (every callback that can end a response is corked)
 }
 
 void Session::flushCorked() {
@@ -336,8 +357,7 @@ void Session::pushClientCiphertext() {
 // Feeds buffered client plaintext to the request parser for as long as the state lets it.
 void Session::processClientPlaintext() {
   while (state_ == State::ReadingProxyHead || state_ == State::ReadingRequest ||
-         (state_ == State::HoldingBody && !held_complete_ &&
-          held_body_.size() < kBodyScanBytes) ||
+         (state_ == State::HoldingBody && !held_complete_ && held_body_.size() < kBodyScanBytes) ||
          (state_ == State::Exchanging && !exchange_.request_done)) {
     std::span<const char> pending(client_plain_.data() + client_plain_offset_,
                                   client_plain_.size() - client_plain_offset_);
@@ -347,6 +367,9 @@ void Session::processClientPlaintext() {
     message_end_pending_ = false;
     http::ParseEvent event = request_parser_.feed(pending, *this);
     client_plain_offset_ += event.consumed;
+    if (event.consumed > 0) {
+      noteProgress();  // request bytes used: a head (bounded on its own, below) or a body
+    }
     if (state_ == State::Closing) {
       return;
     }
@@ -358,9 +381,8 @@ void Session::processClientPlaintext() {
       if (state_ == State::ReadingRequest && event.consumed > 0 && phase_deadline_ms_ == 0) {
         // A head has begun: it must be complete within handshake_timeout, however slowly its
         // bytes trickle in (each byte would otherwise reset the idle timer: slowloris, R1).
-        phase_deadline_ms_ =
-            uv_now(ctx_.loop) +
-            static_cast<std::uint64_t>(config().limits.handshake_timeout.count());
+        phase_deadline_ms_ = uv_now(ctx_.loop) +
+                             static_cast<std::uint64_t>(config().limits.handshake_timeout.count());
         armTimer();
       }
       break;
@@ -478,6 +500,21 @@ void Session::deny(policy::Reason reason, std::string_view detail) {
     releaseUpstream(false);
   }
   finishConnection();
+}
+
+bool Session::refuseIfAuditUnavailable() {
+  if (view_->audit == nullptr || view_->audit->available()) {
+    return false;
+  }
+  constexpr std::string_view kDetail = "the audit log cannot be written; try again later";
+  if (state_ == State::ReadingClientHello) {
+    // No TLS session to answer over: an alert, as for any refused ClientHello.
+    refuseTunnel(policy::Reason::AuditUnavailable, tls::kAlertInternalError, kDetail);
+  } else {
+    describeRefusedHead();  // what was asked, for its record
+    deny(policy::Reason::AuditUnavailable, kDetail);
+  }
+  return true;
 }
 
 void Session::writeAudit(policy::Verdict verdict, policy::Reason reason, int status) {
@@ -605,6 +642,7 @@ void Session::retireUpstream() {
 }
 
 void Session::onEof(io::TcpStream& stream) {
+  Cork cork(*this);
   if (&stream == &client_) {
     // Nothing decided yet (no head, or only part of one): nothing to finish.
     if (state_ == State::Lingering || (state_ == State::ReadingRequest && !exchange_.active) ||
@@ -634,7 +672,7 @@ void Session::onEof(io::TcpStream& stream) {
         exchange_.response_done = true;
         if (exchange_.to_client == http::ResponseFraming::Chunked ||
             exchange_.to_client == http::ResponseFraming::UntilClose) {
-          sendClient(http::kLastChunk);
+          sendClientFinal(http::kLastChunk);
         }
         releaseUpstream(false);
         finishExchange();
@@ -648,6 +686,7 @@ void Session::onEof(io::TcpStream& stream) {
 }
 
 void Session::onError(io::TcpStream& stream, int status) {
+  Cork cork(*this);
   if (&stream == &client_) {
     close(uv_strerror(status));
     return;
@@ -660,6 +699,8 @@ void Session::onError(io::TcpStream& stream, int status) {
 }
 
 void Session::onDrained(io::TcpStream&) {
+  Cork cork(*this);
+  noteProgress();  // the peer took what it was sent
   updateReading();
   if (state_ == State::Exchanging && !exchange_.request_done) {
     processClientPlaintext();
@@ -688,7 +729,7 @@ void Session::armTimer() {
   }
   const auto& limits = config().limits;
   std::uint64_t now = uv_now(ctx_.loop);
-  std::uint64_t idle = last_activity_ms_ + static_cast<std::uint64_t>(limits.idle_timeout.count());
+  std::uint64_t idle = last_progress_ms_ + static_cast<std::uint64_t>(limits.idle_timeout.count());
   std::uint64_t deadline = phase_deadline_ms_ != 0 ? std::min(idle, phase_deadline_ms_) : idle;
   if (release_deadline_ms_ != 0) {
     deadline = std::min(deadline, release_deadline_ms_);
@@ -725,6 +766,7 @@ void Session::releaseIdleBuffers() {
 }
 
 void Session::onTimer() {
+  Cork cork(*this);
   armed_for_ms_ = 0;
   std::uint64_t now = uv_now(ctx_.loop);
   const auto& limits = config().limits;
@@ -734,9 +776,9 @@ void Session::onTimer() {
   }
   bool phase_over = phase_deadline_ms_ != 0 && now >= phase_deadline_ms_;
   bool idle_over =
-      now >= last_activity_ms_ + static_cast<std::uint64_t>(limits.idle_timeout.count());
+      now >= last_progress_ms_ + static_cast<std::uint64_t>(limits.idle_timeout.count());
   if (!phase_over && !idle_over) {
-    armTimer();  // activity moved the idle deadline on
+    armTimer();  // progress moved the idle deadline on
     return;
   }
   switch (state_) {

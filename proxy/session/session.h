@@ -63,7 +63,7 @@ namespace sluice::proxy {
 struct Generation;
 struct SandboxRuntime;
 struct SandboxView;
-}
+}  // namespace sluice::proxy
 
 namespace sluice::proxy::session {
 
@@ -158,6 +158,11 @@ class Session : private io::TcpStream::Handler,
   // also wait for the end of the callback, up to kWriteBatch: one write per upstream read, not
   // one per 16 KiB record.
   void sendClient(std::string_view bytes);
+  // The bytes that complete a response (its last body bytes, the last chunk, a bodiless head).
+  // Inside a callback they wait for its end, after the audit records written meanwhile have
+  // reached the OS: a client that has its whole answer finds the record, even when sluice is
+  // killed the next instant.
+  void sendClientFinal(std::string_view bytes);
   void writeClientNow(std::string_view bytes);
   // Encrypts `bytes` into the client's TLS output (plain HTTP: writes them).
   void sealClient(std::string_view bytes);
@@ -182,6 +187,10 @@ class Session : private io::TcpStream::Handler,
     Session& s;
   };
   void updateReading();
+  // Whether the state wants the client's bytes (before the backed-up rule of updateReading()).
+  bool clientWanted(bool upstream_backed_up) const;
+  // Request progress: what idle_timeout counts from (README "Limits").
+  void noteProgress() { last_progress_ms_ = uv_now(ctx_.loop); }
 
   // Requests (session_exchange.cc).
   // A new request (or tunnel) starts: it is judged by the generation in force now. False, and
@@ -208,11 +217,19 @@ class Session : private io::TcpStream::Handler,
   void pumpUpstreamTls();
   void flushUpstreamTls();
   void startExchange();
+  // inject_fields_: the rule's injected headers (and Accept-Encoding: identity when there are
+  // any), which replace the sandbox's in the head sluice writes; sets exchange_.injected.
+  void injectSecrets();
   std::string canonicalAuthority() const;
   void onResponseHead();
+  // A response head to the client: masked when the exchange injected a secret.
+  void sendResponseHead(std::string_view head, bool completes_response);
+  // The answer to an injecting exchange has a content coding sluice cannot look into: 502
+  // instead of forwarding it. True when it did.
+  bool refuseEncodedResponse(const http::ResponseHead& head);
   // A piece of the response body to the client, in the client's framing (masked first when
   // this exchange injected a secret); flushResponseMask() sends what masking held back.
-  void sendResponseBody(std::span<const char> data);
+  void sendResponseBody(std::span<const char> data, bool completes_response);
   void flushResponseMask();
   void onResponseComplete();
   void onUpstreamBytes(std::span<const char> data);
@@ -242,6 +259,10 @@ class Session : private io::TcpStream::Handler,
   void deny(policy::Reason reason, std::string_view detail);
   // Refuses a tunnel whose TLS never started: an alert where one can be sent, then close.
   void refuseTunnel(policy::Reason reason, std::uint8_t alert, std::string_view detail);
+  // A new request (a head, a CONNECT, a redirected ClientHello) while this sandbox's audit file
+  // cannot be written: refused, audit_unavailable, its record kept with the others. True when
+  // it was; the one place that check is made.
+  bool refuseIfAuditUnavailable();
   void writeAudit(policy::Verdict verdict, policy::Reason reason, int status);
   // Hands this connection's buffered audit records to the OS (before the client is closed).
   void flushAudit();
@@ -265,10 +286,14 @@ class Session : private io::TcpStream::Handler,
   std::optional<policy::Endpoint> orig_dst_;  // transparent: where the sandbox was going
   std::uint64_t started_ms_ = 0;
   OpenCount opened_as_;
-  std::uint64_t last_activity_ms_ = 0;
-  std::uint64_t phase_deadline_ms_ = 0;  // handshake, connect or linger deadline; 0: none
+  // The last request progress: bytes the request parser used, response bytes from the
+  // upstream, a peer taking what it was sent, the handshake phase advancing, an exchange
+  // starting or ending. Not any bytes: records that carry no request (TLS KeyUpdates, empty
+  // records) or bytes nobody reads yet (pipelined) keep no connection alive.
+  std::uint64_t last_progress_ms_ = 0;
+  std::uint64_t phase_deadline_ms_ = 0;    // handshake, connect or linger deadline; 0: none
   std::uint64_t release_deadline_ms_ = 0;  // idle between requests: give buffers back then
-  std::uint64_t armed_for_ms_ = 0;  // when the timer fires (0: not armed)
+  std::uint64_t armed_for_ms_ = 0;         // when the timer fires (0: not armed)
   bool handshake_phase_ = true;
   bool draining_ = false;
   bool close_after_exchange_ = false;
@@ -286,19 +311,18 @@ class Session : private io::TcpStream::Handler,
   // TLS towards the sandbox.
   std::string hello_;  // raw tunnel bytes until the ClientHello is complete
   policy::SniState sni_state_ = policy::SniState::Unknown;
-  std::string sni_;            // as received (raw)
+  std::string sni_;  // as received (raw)
   std::optional<tls::TlsSession> client_tls_;
 
   http::RequestParser request_parser_;
   http::ResponseParser response_parser_;
-  std::string client_plain_;   // client plaintext not yet parsed (a paused parser)
+  std::string client_plain_;  // client plaintext not yet parsed (a paused parser)
   std::size_t client_plain_offset_ = 0;
   bool message_end_pending_ = false;  // after a head: its end may come without more bytes
-  std::string scratch_;        // heads and frames being written; reused
+  std::string scratch_;               // heads and frames being written; reused
   std::vector<http::HeaderField> inject_fields_;  // the rule's injected headers; reused
-  std::vector<std::string_view> injected_values_;  // their values, masked in the response
   SecretMask response_mask_;
-  std::string masked_;  // a response body piece after masking; reused
+  std::string masked_;  // a response head or body piece after masking; reused
   // HoldingBody: the decoded start of the body (a little over 64 KiB at most), scanned for
   // placeholders before anything is forwarded; sent ahead of the rest once the exchange starts.
   std::string held_body_;
@@ -306,8 +330,8 @@ class Session : private io::TcpStream::Handler,
   // docs/wire.md#credential-brokering: how much of a request body is looked at for placeholders.
   static constexpr std::size_t kBodyScanBytes = 64 * 1024;
   int cork_depth_ = 0;
-  std::string client_out_;     // corked plaintext for the client
-  std::string upstream_out_;   // corked plaintext for the upstream
+  std::string client_out_;    // corked plaintext for the client
+  std::string upstream_out_;  // corked plaintext for the upstream
 
   Exchange exchange_;
   std::unique_ptr<UpstreamConnection> upstream_;

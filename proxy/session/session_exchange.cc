@@ -30,6 +30,14 @@ std::uint16_t defaultPort(policy::Scheme scheme) {
   return scheme == policy::Scheme::Https ? 443 : 80;
 }
 
+// The methods whose repeat changes nothing at the origin (RFC 9110 §9.2.1): the only ones sent
+// again after an upstream closed without answering (README "Sending a request again"). PUT and
+// DELETE are idempotent too, but an origin that acted on the first copy would act on the second in
+// a changed state.
+bool safeToRepeat(std::string_view method) {
+  return method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "TRACE";
+}
+
 }  // namespace
 
 void Exchange::reset(std::uint64_t now_ms, bool hash) {
@@ -122,8 +130,7 @@ bool Session::chargeRequest() {
 
 std::string Session::rateLimitDetail() const {
   return "sandbox '" + sandbox().name + "' is over its limit of " +
-         std::to_string(sandbox().limits.requests_per_second.value_or(0)) +
-         " requests per second";
+         std::to_string(sandbox().limits.requests_per_second.value_or(0)) + " requests per second";
 }
 
 bool Session::overRequestRate() {
@@ -136,7 +143,7 @@ bool Session::overRequestRate() {
 }
 
 void Session::onRequestHead() {
-  if (!takeUpCurrentGeneration()) {
+  if (!takeUpCurrentGeneration() || refuseIfAuditUnavailable()) {
     return;
   }
   const http::RequestHead& head = request_parser_.head();
@@ -235,8 +242,7 @@ void Session::onRequestHead() {
   }
   held_body_.clear();
   held_complete_ = false;
-  if (!config().secrets.empty() &&
-      exchange_.request_framing != http::BodyFraming::None) {
+  if (!config().secrets.empty() && exchange_.request_framing != http::BodyFraming::None) {
     // A placeholder may also be in the body (docs/wire.md#credential-brokering): its first 64 KiB
     // is read and looked at before anything is forwarded or even resolved. A client waiting for
     // 100-continue gets it from sluice, or it would wait for an upstream that is not asked yet.
@@ -253,8 +259,7 @@ void Session::finishHolding() {
   std::string_view scanned(held_body_);
   scanned = scanned.substr(0, kBodyScanBytes);
   const policy::Rule* rule = exchange_.matched_rule;
-  if (const policy::Secret* misused =
-          policy::misusedSecret(config().secrets, rule, scanned)) {
+  if (const policy::Secret* misused = policy::misusedSecret(config().secrets, rule, scanned)) {
     deny(policy::Reason::SecretMisuse,
          "the request body carries the placeholder of secret '" + misused->name + "', which " +
              (rule != nullptr ? "rule '" + rule->name + "' does not inject"
@@ -314,17 +319,7 @@ void Session::startExchange() {
   ++upstream_->exchanges;
   const http::RequestHead& head = request_parser_.head();
   std::string host_value = canonicalAuthority();
-  // Credential brokering: each header the rule injects replaces the sandbox's.
-  inject_fields_.clear();
-  injected_values_.clear();
-  if (const policy::Rule* rule = exchange_.matched_rule) {
-    for (const policy::SecretInjection& injection : rule->inject) {
-      std::string_view value = generation_->secrets->value(injection.secret);
-      inject_fields_.push_back({injection.header, value});
-      injected_values_.push_back(value);
-    }
-  }
-  exchange_.injected = !inject_fields_.empty();
+  injectSecrets();  // credential brokering: the rule's headers replace the sandbox's
   scratch_.clear();
   http::writeRequestHead(scratch_, head, exchange_.origin_target, host_value, inject_fields_);
   sendUpstream(scratch_);
@@ -349,7 +344,7 @@ void Session::startExchange() {
   }
   response_parser_.reset();
   response_parser_.expect(exchange_.method);
-  last_activity_ms_ = uv_now(ctx_.loop);
+  noteProgress();
   armTimer();
   updateReading();
   processClientPlaintext();  // the body, and a bodiless request's end
@@ -357,9 +352,8 @@ void Session::startExchange() {
 
 // "host[:port]" as sluice writes it upstream: canonical H, the port only when not the default.
 std::string Session::canonicalAuthority() const {
-  std::string value = exchange_.host.find(':') != std::string::npos
-                          ? "[" + exchange_.host + "]"
-                          : exchange_.host;
+  std::string value =
+      exchange_.host.find(':') != std::string::npos ? "[" + exchange_.host + "]" : exchange_.host;
   if (exchange_.port != defaultPort(exchange_.scheme)) {
     value += ':' + std::to_string(exchange_.port);
   }
@@ -498,10 +492,12 @@ void Session::processUpstreamPlaintext(std::span<const char> data) {
       case http::EventKind::NeedMore:
         return;
       case http::EventKind::InterimHead:
+        // (103 Early Hints may echo the request too)
+        response_mask_.reset(exchange_.injected ? &generation_->secrets->patterns() : nullptr);
         scratch_.clear();
         http::writeResponseHead(scratch_, response_parser_.head(), http::ResponseFraming::None,
                                 false);
-        sendClient(scratch_);
+        sendResponseHead(scratch_, false);
         break;
       case http::EventKind::HeadComplete:
         onResponseHead();
@@ -539,16 +535,19 @@ void Session::onResponseHead() {
   if (!exchange_.request_keep_alive || draining_ || exchange_.client_wants_close) {
     close_after_exchange_ = true;
   }
+  if (refuseEncodedResponse(head)) {
+    return;
+  }
+  // An upstream that echoes the request must not hand the sandbox the secret, in any form the
+  // masking knows (README, "Credential brokering").
+  response_mask_.reset(exchange_.injected ? &generation_->secrets->patterns() : nullptr);
   scratch_.clear();
   http::writeResponseHead(scratch_, head, exchange_.to_client, close_after_exchange_);
-  if (exchange_.injected) {
-    // An upstream that echoes the request must not hand the sandbox the secret.
-    maskSecrets(std::span<char>(scratch_.data(), scratch_.size()), injected_values_);
-    response_mask_.reset(injected_values_);
-  } else {
-    response_mask_.reset({});
-  }
-  sendClient(scratch_);
+  // A bodiless answer (HEAD, 204, 304, Content-Length: 0) is complete with its head.
+  bool bodiless =
+      head.framing == http::ResponseFraming::None ||
+      (head.framing == http::ResponseFraming::ContentLength && head.content_length == 0);
+  sendResponseHead(scratch_, bodiless);
   exchange_.response_head_sent = true;
 }
 
@@ -557,25 +556,33 @@ void Session::onResponseBody(std::span<const char> data) {
   if (exchange_.hashing) {
     EVP_DigestUpdate(exchange_.resp_hash.get(), data.data(), data.size());
   }
+  // The last bytes of a Content-Length body complete the response (a chunked one ends with the
+  // last chunk, onResponseComplete).
+  bool last = exchange_.to_client == http::ResponseFraming::ContentLength &&
+              exchange_.resp_bytes >= response_parser_.head().content_length;
   if (response_mask_.active()) {
     masked_.clear();
     response_mask_.feed(data, masked_);
-    sendResponseBody(masked_);
+    sendResponseBody(masked_, last);
     return;
   }
-  sendResponseBody(data);
+  sendResponseBody(data, last);
 }
 
-void Session::sendResponseBody(std::span<const char> data) {
+void Session::sendResponseBody(std::span<const char> data, bool completes_response) {
   if (data.empty()) {
     return;  // (an empty chunk would end a chunked body)
   }
+  std::string_view bytes(data.data(), data.size());
   if (exchange_.to_client == http::ResponseFraming::Chunked) {
     scratch_.clear();
     http::writeChunk(scratch_, data);
-    sendClient(scratch_);
+    bytes = scratch_;
+  }
+  if (completes_response) {
+    sendClientFinal(bytes);
   } else {
-    sendClient(std::string_view(data.data(), data.size()));
+    sendClient(bytes);
   }
 }
 
@@ -583,15 +590,15 @@ void Session::flushResponseMask() {
   if (response_mask_.active()) {
     masked_.clear();
     response_mask_.finish(masked_);
-    sendResponseBody(masked_);
-    response_mask_.reset({});
+    sendResponseBody(masked_, true);  // only ever at the response's end
+    response_mask_.reset(nullptr);
   }
 }
 
 void Session::onResponseComplete() {
   flushResponseMask();
   if (exchange_.to_client == http::ResponseFraming::Chunked) {
-    sendClient(http::kLastChunk);
+    sendClientFinal(http::kLastChunk);
   }
   exchange_.response_done = true;
   if (!exchange_.request_done) {
@@ -609,10 +616,10 @@ void Session::finishExchange() {
       state_ == State::Closing) {
     return;
   }
-  writeAudit(exchange_.verdict,
-             exchange_.verdict == policy::Verdict::Report ? exchange_.policy_reason
-                                                          : policy::Reason::None,
-             exchange_.status);
+  writeAudit(
+      exchange_.verdict,
+      exchange_.verdict == policy::Verdict::Report ? exchange_.policy_reason : policy::Reason::None,
+      exchange_.status);
   bool reusable = upstream_ && response_parser_.head().keep_alive && !exchange_.upstream_dirty;
   releaseUpstream(reusable);
   exchange_.active = false;
@@ -621,8 +628,8 @@ void Session::finishExchange() {
     return;
   }
   transition(State::ReadingRequest);
-  last_activity_ms_ = uv_now(ctx_.loop);
-  release_deadline_ms_ = last_activity_ms_ + kReleaseIdleBuffersMs;
+  noteProgress();
+  release_deadline_ms_ = last_progress_ms_ + kReleaseIdleBuffersMs;
   armTimer();
   processClientPlaintext();  // a pipelined request may already be here
 }
@@ -680,18 +687,28 @@ void Session::upstreamFailed(policy::Reason reason, std::string_view detail) {
     return;
   }
   SPDLOG_DEBUG("[C{}] upstream failed ({}): {}", id_, policy::toString(reason), detail);
-  // A pooled connection the upstream had closed meanwhile: a bodiless request that got no byte
-  // of answer is sent once more on a new connection.
+  // A reused connection that the upstream closed (or had closed) without a byte of answer to a
+  // whole bodiless request: the connection may have died idle, or the origin may have read the
+  // request, acted on it and gone. sluice cannot tell which, so only a request that is safe to
+  // repeat is sent again: once, on a connection dialled for it (acquireUpstream skips the pool).
+  // Any other gets its 502 here and has reached the origin at most once.
   bool stale = exchange_.from_pool && !exchange_.retried && !exchange_.response_head_sent &&
-               exchange_.request_framing == http::BodyFraming::None && exchange_.request_done &&
-               state_ == State::Exchanging && reason == policy::Reason::UpstreamConnect;
-  if (stale) {
+               exchange_.request_framing != http::BodyFraming::Chunked &&
+               exchange_.req_bytes == 0 && exchange_.request_done && state_ == State::Exchanging &&
+               reason == policy::Reason::UpstreamConnect;
+  if (stale && safeToRepeat(exchange_.method)) {
     exchange_.retried = true;
     exchange_.from_pool = false;
     retireUpstream();
     transition(State::Resolving);
     policy::Decision d = decideRequest({}, false);
     acquireUpstream(d);
+    return;
+  }
+  if (stale) {
+    deny(reason, "a reused upstream connection ended before the answer (" + std::string(detail) +
+                     "); a " + exchange_.method +
+                     " is not sent again: the origin may have acted on it");
     return;
   }
   if (!exchange_.response_head_sent) {

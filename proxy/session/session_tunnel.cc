@@ -27,7 +27,7 @@ using tls::kAlertUnrecognizedName;
 }  // namespace
 
 void Session::onConnectHead() {
-  if (!takeUpCurrentGeneration()) {
+  if (!takeUpCurrentGeneration() || refuseIfAuditUnavailable()) {
     return;
   }
   const http::RequestHead& head = request_parser_.head();
@@ -168,6 +168,10 @@ void Session::processClientHello() {
       break;
   }
   sni_state_ = facts.sni_state;
+  // A redirected connection's tunnel is a new request; after a CONNECT, the CONNECT was.
+  if (mode_ == audit::Mode::Transparent && refuseIfAuditUnavailable()) {
+    return;
+  }
   policy::Decision d = policy::decide(sandbox(), facts);
   exchange_.rule = d.rule != nullptr ? d.rule->name : std::string();
   if (!d.forwards()) {
@@ -240,10 +244,15 @@ void Session::pumpClientTls() {
     if (status == tls::ReadStatus::WantIo) {
       break;
     }
-    // close_notify or a fatal error: parse what arrived, then end the connection.
+    // close_notify or a fatal error: parse what arrived, then end the connection. After
+    // close_notify the answer to a request in flight can still be sent; after a failure
+    // (garbage, too many KeyUpdates) nothing can, so it ends now.
+    if (status == tls::ReadStatus::Failed) {
+      SPDLOG_DEBUG("[C{}] sandbox TLS failed: {}", id_, client_tls_->failure().detail);
+    }
     processClientPlaintext();
     if (state_ != State::Closing && state_ != State::Lingering) {
-      if (exchange_.active) {
+      if (exchange_.active && status == tls::ReadStatus::Closed) {
         close_after_exchange_ = true;
         exchange_.client_wants_close = true;
       } else {

@@ -22,6 +22,11 @@ UpstreamKey Session::upstreamKey() const {
 }
 
 bool Session::takePooled(const UpstreamKey& key) {
+  if (exchange_.retried) {
+    // Sent again because a reused connection closed unanswered: the origin may have closed
+    // its other idle connections too. This one is dialled.
+    return false;
+  }
   std::unique_ptr<UpstreamConnection> pooled;
   if (parked_ && parked_->key == key) {
     pooled = std::move(parked_);
@@ -85,8 +90,8 @@ void Session::acquireUpstream(const policy::Decision& decision) {
     if (mode_ == audit::Mode::Transparent &&
         sandbox().original_dst == policy::OriginalDst::RequireMatch &&
         !originalDestinationMatches()) {
-      deny(policy::Reason::DnsMismatch, "the sandbox dialled another address than " +
-                                            exchange_.host);
+      deny(policy::Reason::DnsMismatch,
+           "the sandbox dialled another address than " + exchange_.host);
       return;
     }
     exchange_.usable.push_back(decision.host.address());
@@ -95,6 +100,7 @@ void Session::acquireUpstream(const policy::Decision& decision) {
   }
   exchange_.phase_started_ns = uv_hrtime();
   auto resolution = ctx_.resolver->resolve(exchange_.host, [this](dns::LookupResult result) {
+    Cork cork(*this);
     lookup_.reset();
     countLookup(result, false);
     onResolved(std::move(result));
@@ -137,17 +143,16 @@ void Session::onResolved(dns::LookupResult result) {
     return;
   }
   if (!result) {
-    deny(policy::Reason::DnsFailed,
-         "could not resolve " + exchange_.host + " (" + std::string(dns::toString(result.error())) +
-             ")");
+    deny(policy::Reason::DnsFailed, "could not resolve " + exchange_.host + " (" +
+                                        std::string(dns::toString(result.error())) + ")");
     return;
   }
   exchange_.answer = std::move(result).value();
   const auto& addresses = exchange_.answer->addresses;
   policy::Decision d = decideRequest(addresses, true);
   if (!d.forwards()) {
-    deny(d.reason, explainDenial(d.reason, sandbox().name, exchange_.host,
-                                 exchange_.method, exchange_.origin_target));
+    deny(d.reason, explainDenial(d.reason, sandbox().name, exchange_.host, exchange_.method,
+                                 exchange_.origin_target));
     return;
   }
   exchange_.matched_rule = d.rule;
@@ -178,9 +183,9 @@ void Session::connectNext() {
     return;
   }
   if (exchange_.next_address >= exchange_.usable.size()) {
-    upstreamFailed(exchange_.saw_timeout ? policy::Reason::UpstreamTimeout
-                                         : policy::Reason::UpstreamConnect,
-                   "no usable address accepted the connection");
+    upstreamFailed(
+        exchange_.saw_timeout ? policy::Reason::UpstreamTimeout : policy::Reason::UpstreamConnect,
+        "no usable address accepted the connection");
     return;
   }
   policy::Endpoint to{exchange_.usable[exchange_.next_address++], exchange_.port};
@@ -188,6 +193,7 @@ void Session::connectNext() {
   upstream_ = std::make_unique<UpstreamConnection>(
       ctx_.loop, static_cast<io::TcpStream::Handler*>(this), std::move(key));
   upstream_->address = to;
+  upstream_->sandbox_idle = runtime_->idle_upstreams;
   if (state_ != State::Connecting) {
     transition(State::Connecting);
   }
@@ -200,12 +206,12 @@ void Session::connectNext() {
     return;
   }
   phase_deadline_ms_ =
-      uv_now(ctx_.loop) +
-      static_cast<std::uint64_t>(config().upstream.connect_timeout.count());
+      uv_now(ctx_.loop) + static_cast<std::uint64_t>(config().upstream.connect_timeout.count());
   armTimer();
 }
 
 void Session::onConnected(io::TcpStream& stream, int status) {
+  Cork cork(*this);
   if (!upstream_ || &stream != &upstream_->stream || state_ != State::Connecting) {
     return;
   }
@@ -235,8 +241,7 @@ void Session::onConnected(io::TcpStream& stream, int status) {
   upstream_->tls.emplace(std::move(session).value());
   transition(State::UpstreamTls);
   phase_deadline_ms_ =
-      uv_now(ctx_.loop) +
-      static_cast<std::uint64_t>(config().upstream.connect_timeout.count());
+      uv_now(ctx_.loop) + static_cast<std::uint64_t>(config().upstream.connect_timeout.count());
   armTimer();
   pumpUpstreamTls();
 }

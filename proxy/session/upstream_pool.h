@@ -6,16 +6,35 @@
 // An UpstreamConnection is owned by exactly one of: the session using it, or the pool. While
 // pooled, the pool is its stream's handler: data or EOF from an idle upstream means it is no
 // longer usable, and it is closed. Idle connections also expire.
+//
+// Bounds. Each idle connection holds a descriptor with no client behind it, so idle ones are
+// bounded per key, per sandbox and in total (upstream.max_idle_per_sandbox, upstream.max_idle):
+// a sandbox that asks for a thousand names under a wildcard would otherwise hold a thousand
+// descriptors after it left, and the others' connects and accepts would fail. A connection put
+// over a bound closes the oldest idle connection that bound counts (least recently used first,
+// across keys), perhaps itself.
+//   - The total is split between the workers' pools (Limits::total is this pool's share), so
+//     it holds exactly, and a flood on one worker can evict nothing in another's pool: a
+//     connection pooled by one worker serves only that worker's sessions anyway.
+//   - A sandbox's bound is the process's: its count is an atomic shared by every pool (in its
+//     SandboxRuntime). Over it, a pool closes its own oldest idle connection of that sandbox;
+//     when it has none (the others are in other workers' pools, which this thread cannot
+//     touch) the connection just put goes. Two workers putting at the same instant may both
+//     close one, so the bound is exceeded by at most one connection per worker, for no longer
+//     than a put.
 
 #include <uv.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
-#include <list>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "policy/ip_address.h"
 #include "proxy/io/tcp_stream.h"
@@ -36,6 +55,9 @@ struct UpstreamKey {
   friend auto operator<=>(const UpstreamKey&, const UpstreamKey&) = default;
 };
 
+// How many connections of one sandbox are idle in the pools of every worker; a relaxed atomic.
+using IdleCount = std::atomic<std::size_t>;
+
 struct UpstreamConnection {
   UpstreamConnection(uv_loop_t* loop, io::TcpStream::Handler* handler, UpstreamKey k)
       : stream(loop, handler), key(std::move(k)) {}
@@ -45,18 +67,43 @@ struct UpstreamConnection {
   UpstreamKey key;
   policy::Endpoint address;  // the address connected to: one that passed the address checks
   std::uint64_t exchanges = 0;
+  // Its sandbox's count of idle connections (SandboxRuntime::idle_upstreams), counted in while
+  // it is pooled. Shared: a pooled connection may outlive every generation of its sandbox.
+  std::shared_ptr<IdleCount> sandbox_idle;
 };
+
+// upstream.max_idle as applied: at most a quarter of the descriptors the process may open
+// (`descriptor_limit`, RLIMIT_NOFILE's soft limit; 0: unlimited). Idle connections then never
+// take the descriptors the gateway needs for its clients and the upstreams they are using.
+std::size_t effectiveIdleBound(std::uint64_t configured, std::uint64_t descriptor_limit);
+// Worker `index`'s share of `total` among `workers`: the shares add up to `total` exactly.
+std::size_t idleShare(std::size_t total, std::size_t workers, std::size_t index);
 
 class UpstreamPool : private io::TcpStream::Handler {
  public:
-  UpstreamPool(uv_loop_t* loop, std::size_t per_key_limit, std::chrono::milliseconds idle_limit);
+  struct Limits {
+    std::size_t per_key = 16;
+    std::size_t per_sandbox = 128;          // counted over every worker's pool
+    std::size_t total = 4096;               // this pool's share of upstream.max_idle
+    std::chrono::milliseconds idle{30000};  // an idle connection lives at most this long
+  };
+
+  UpstreamPool(uv_loop_t* loop, Limits limits);
   ~UpstreamPool() override;
+
+  // Bounds from now on (a reload); connections over the new ones are closed now.
+  void setLimits(const Limits& limits);
 
   // An idle connection for `key`, most recently used first; its stream's handler becomes
   // `handler`. nullptr when there is none.
   std::unique_ptr<UpstreamConnection> take(const UpstreamKey& key, io::TcpStream::Handler* handler);
-  // Keeps a connection whose last exchange ended cleanly.
+  // Keeps a connection whose last exchange ended cleanly, and closes whatever that puts over a
+  // bound: the oldest idle connection of the key, of the sandbox, or of all (perhaps this one).
   void put(std::unique_ptr<UpstreamConnection> connection);
+  // Closes the idle connections whose key `unusable` says no request will ask for again (a
+  // sandbox removed, an upstream trust replaced).
+  void closeWhere(const std::function<bool(const UpstreamKey&)>& unusable);
+
   // TLS session resumption per key (docs/wire.md#upstreams: never across keys): the session of the
   // last connection to (sandbox, H, port), offered by the next one so it skips the full handshake.
   // Owned by the pool; the pointer is valid until the next remember() for that key.
@@ -65,14 +112,35 @@ class UpstreamPool : private io::TcpStream::Handler {
 
   // Closes everything; `done` runs when every handle has closed.
   void close(std::function<void()> done);
-  std::size_t idle() const { return count_; }
+  // Idle connections in this pool.
+  std::size_t idle() const { return entries_.size(); }
 
  private:
+  struct Entry;
+  // An entry's place in one order of the pool's entries (all, one key's, one sandbox's),
+  // oldest first. Intrusive: an entry leaves all three at once without a search.
+  struct Link {
+    Entry* older = nullptr;
+    Entry* newer = nullptr;
+  };
+  struct Chain {
+    Entry* oldest = nullptr;
+    Entry* newest = nullptr;
+    std::size_t size = 0;
+  };
   struct Entry {
     std::unique_ptr<UpstreamConnection> connection;
     std::uint64_t idle_since_ms = 0;
     bool released = false;  // buffers given back (idle for kReleaseAfter)
+    Link all;
+    Link of_key;
+    Link of_sandbox;
   };
+  template <Link Entry::*L>
+  static void append(Chain& chain, Entry* entry);
+  template <Link Entry::*L>
+  static void unlink(Chain& chain, Entry* entry);
+
   // A connection idle this long gives its buffers back; not at once, or a keep-alive client
   // taking it again a microsecond later would pay for the memory twice per request.
   static constexpr std::uint64_t kReleaseAfterMs = 1000;
@@ -85,15 +153,24 @@ class UpstreamPool : private io::TcpStream::Handler {
   void onConnected(io::TcpStream&, int) override {}
   void onClosed(io::TcpStream& stream) override;
 
+  // Takes `entry` out of the pool (and out of the counts); the connection is the caller's.
+  std::unique_ptr<UpstreamConnection> detach(Entry* entry);
+  void closeConnection(std::unique_ptr<UpstreamConnection> connection);
+  void evict(Entry* entry) { closeConnection(detach(entry)); }
+  // Evicts the oldest entries of `sandbox`, then of all, while the counts are over the bounds.
+  void trim(std::uint64_t sandbox, const std::shared_ptr<IdleCount>& sandbox_idle);
   void discard(io::TcpStream& stream);
   void expire();
+  void startSweep();
   void maybeDone();
 
   uv_loop_t* loop_;
-  std::size_t per_key_limit_;
-  std::chrono::milliseconds idle_limit_;
-  std::map<UpstreamKey, std::list<Entry>> idle_;
-  std::size_t count_ = 0;
+  Limits limits_;
+  // Every idle connection, by its stream (references to the entries stay valid as it grows).
+  std::unordered_map<io::TcpStream*, Entry> entries_;
+  Chain all_;
+  std::map<UpstreamKey, Chain> of_key_;
+  std::unordered_map<std::uint64_t, Chain> of_sandbox_;
   std::map<UpstreamKey, tls::SslSessionPtr> sessions_;
   // Closing connections, kept until their close callback.
   std::map<io::TcpStream*, std::unique_ptr<UpstreamConnection>> closing_;

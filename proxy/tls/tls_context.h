@@ -1,5 +1,5 @@
 #pragma once
-// The two SSL_CTX kinds sluice uses. Config-time objects, built once and shared: build each once
+// The two SSL_CTX kinds sluice uses. Config-time objects: build each once
 // (the server context once per process, the upstream context once per trust-store setting)
 // and share it read-only among all connections and worker threads; every TlsSession holds a
 // reference (SSL_new up-refs the context), so a context may be released while sessions live.
@@ -25,8 +25,14 @@ using SslCtxPtr = std::unique_ptr<SSL_CTX, SslCtxFree>;
 // through the HTTP/1.1 parser and its checks).
 inline constexpr std::string_view kAlpnHttp11 = "http/1.1";
 
+// Both sides agree only to the groups X25519, P-256 and P-384 (a client offering none of them,
+// e.g. only finite-field groups, gets a handshake_failure alert) and to no TLS 1.2 suite with
+// a finite-field Diffie-Hellman key exchange: whoever picks such a group picks what the
+// handshake costs the other side.
+//
 // Sandbox-facing side. TLS 1.2 minimum (TLS 1.0/1.1 ClientHellos get a protocol_version
-// alert), TLS 1.3 preferred, OpenSSL's default cipher suites at security level 2.
+// alert: docs/threat-model.md#tls-parser-disagreement), TLS 1.3 preferred, OpenSSL's default
+// TLS 1.3 suites and ECDHE AEAD TLS 1.2 suites, at security level 2.
 // The certificate and key are set per connection (TlsSession::server), so one context serves
 // every host. ALPN: selects "http/1.1" when the client offers it, otherwise answers without
 // ALPN (never an h2 or other protocol). No client certificates. Renegotiation refused.

@@ -191,6 +191,12 @@ struct TlsSession::State {
   Failure failure;
   std::optional<ReadStatus> deferred;  // a Closed/Failed found after returning data
   std::string expected_host;           // client: for failure details
+  // The bound on post-handshake messages (read()): what the peer has sent of them, and the
+  // application data carried both ways. Counting starts when handshake() is Done.
+  bool handshake_done = false;
+  bool over_post_handshake_limit = false;
+  std::uint64_t post_handshake_messages = 0;
+  std::uint64_t data_bytes = 0;
   // Last: destroyed first, while the queues its BIOs point to still exist.
   SslPtr ssl;
 };
@@ -207,6 +213,33 @@ std::string_view toString(FailureKind kind) {
       return "protocol";
   }
   return "protocol";
+}
+
+// Sees every record and handshake message (SSL_set_msg_callback); counts the handshake messages
+// the peer sends after the handshake, but for session tickets (a server may send them when it
+// likes; they cost a parse, no answer). One past the allowance drops the rest of what the peer
+// sent, so that OpenSSL stops at this message (read() then fails) instead of working through a
+// whole socket read of them: a KeyUpdate costs a key derivation, and often an answer.
+void TlsSession::onProtocolMessage(int write_p, int /*version*/, int content_type,
+                                   const void* buf, std::size_t len, SSL* /*ssl*/,
+                                   void* arg) noexcept {
+  auto* state = static_cast<State*>(arg);
+  if (write_p != 0 || content_type != SSL3_RT_HANDSHAKE || len == 0 || state == nullptr ||
+      !state->handshake_done ||
+      *static_cast<const unsigned char*>(buf) == SSL3_MT_NEWSESSION_TICKET) {
+    return;
+  }
+  ++state->post_handshake_messages;
+  if (state->post_handshake_messages >
+      kPostHandshakeAllowance + state->data_bytes / kDataPerPostHandshakeMessage) {
+    state->over_post_handshake_limit = true;
+    state->incoming.consume(state->incoming.size());
+  }
+}
+
+void TlsSession::watchPostHandshake(SSL* ssl, State* state) {
+  SSL_set_msg_callback(ssl, &TlsSession::onProtocolMessage);
+  SSL_set_msg_callback_arg(ssl, state);
 }
 
 TlsSession::TlsSession(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -250,6 +283,7 @@ Result<TlsSession, std::string> TlsSession::server(SSL_CTX* ctx, X509* leaf, EVP
   }
   state->ssl = std::move(ssl).value();
   SSL_set_app_data(state->ssl.get(), &state->verify);
+  watchPostHandshake(state->ssl.get(), state.get());
   SSL_set_accept_state(state->ssl.get());
   // One call that also checks the key belongs to the certificate (a mismatch fails here,
   // not later as a confusing handshake failure). Both get a reference, not a copy.
@@ -277,6 +311,7 @@ Result<TlsSession, std::string> TlsSession::client(SSL_CTX* ctx, std::string_vie
   state->ssl = std::move(ssl).value();
   SSL* s = state->ssl.get();
   SSL_set_app_data(s, &state->verify);
+  watchPostHandshake(s, state.get());
   SSL_set_connect_state(s);
   SSL_set_verify(s, SSL_VERIFY_PEER, recordVerifyFailure);
 
@@ -309,7 +344,7 @@ Result<TlsSession, std::string> TlsSession::client(SSL_CTX* ctx, std::string_vie
 
 void TlsSession::feed(std::span<const char> ciphertext) {
   assert(state_);
-  if (!ciphertext.empty()) {
+  if (!ciphertext.empty() && !state_->deferred && state_->failure.kind == FailureKind::None) {
     state_->incoming.append(ciphertext.data(), ciphertext.size());
   }
 }
@@ -381,6 +416,7 @@ HandshakeStatus TlsSession::handshake() {
   ERR_clear_error();  // SSL_get_error() reads the queue: only this call's errors may be on it
   int ret = SSL_do_handshake(state_->ssl.get());
   if (ret == 1) {
+    state_->handshake_done = true;
     return HandshakeStatus::Done;
   }
   int error = SSL_get_error(state_->ssl.get(), ret);
@@ -415,7 +451,13 @@ ReadStatus TlsSession::read(std::span<char> out, std::size_t* n) {
     }
     int error = SSL_get_error(state_->ssl.get(), ret);
     ReadStatus status = ReadStatus::Failed;
-    if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+    if (state_->over_post_handshake_limit) {
+      ERR_clear_error();
+      state_->failure.kind = FailureKind::Protocol;
+      state_->failure.detail = "TLS error: " + std::to_string(state_->post_handshake_messages) +
+                               " post-handshake messages (KeyUpdate) for " +
+                               std::to_string(state_->data_bytes) + " bytes of data";
+    } else if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
       status = ReadStatus::WantIo;
     } else if (error == SSL_ERROR_ZERO_RETURN) {
       status = ReadStatus::Closed;
@@ -431,6 +473,7 @@ ReadStatus TlsSession::read(std::span<char> out, std::size_t* n) {
     }
     break;  // hand out the data first; a final status comes with the next call
   }
+  state_->data_bytes += total;
   *n = total;
   return total > 0 ? ReadStatus::Data : ReadStatus::WantIo;
 }
@@ -441,6 +484,7 @@ bool TlsSession::write(std::span<const char> plaintext) {
     return false;
   }
   ERR_clear_error();  // as in read(): once per call
+  state_->data_bytes += plaintext.size();
   std::size_t offset = 0;
   while (offset < plaintext.size()) {
     std::size_t written = 0;

@@ -101,10 +101,11 @@ class TlsSession {
   TlsSession& operator=(const TlsSession&) = delete;
   ~TlsSession();
 
-  // Appends ciphertext from the peer. Takes all of it, always (one copy into the incoming
-  // queue); nothing is processed until handshake() or read(). The queue grows without bound
-  // if the caller keeps feeding without reading: stop reading the socket while
-  // bufferedCiphertext() is large (memory per connection stays bounded).
+  // Appends ciphertext from the peer. Takes all of it (one copy into the incoming queue);
+  // nothing is processed until handshake() or read(). The queue grows without bound if the
+  // caller keeps feeding without reading: stop reading the socket while bufferedCiphertext()
+  // is large. Once read() has met the end (close_notify) or a failure, nothing more will be
+  // read, and what is fed is dropped.
   void feed(std::span<const char> ciphertext);
   std::size_t bufferedCiphertext() const;
 
@@ -117,7 +118,16 @@ class TlsSession {
   // returned while more is buffered inside OpenSSL: call again until WantIo. A Closed or
   // Failed that happens after some data was returned is reported by the next call. On a
   // client, also processes TLS 1.3 NewSessionTickets: see session().
+  //
+  // Post-handshake messages (a KeyUpdate, a request to renegotiate) make OpenSSL derive keys
+  // or answer, and carry no data: a peer may send kPostHandshakeAllowance of them, plus one per
+  // kDataPerPostHandshakeMessage of application data the connection has carried (both ways).
+  // One more is Failed (Protocol), and nothing the peer sent after it is processed. Session
+  // tickets are not counted (no answer, and a server sends them when it likes); OpenSSL itself
+  // bounds the other records without data (empty records, warning alerts).
   ReadStatus read(std::span<char> out, std::size_t* n);
+  static constexpr std::uint64_t kPostHandshakeAllowance = 32;
+  static constexpr std::uint64_t kDataPerPostHandshakeMessage = 1024 * 1024;
 
   // Encrypts all of `plaintext` into pending ciphertext (records of at most 16 KiB). Needs a
   // completed handshake. False on a fatal error (see failure()); then nothing more can be
@@ -175,6 +185,9 @@ class TlsSession {
   struct State;
   explicit TlsSession(std::unique_ptr<State> state);
   void recordFailure(int ssl_error);
+  static void watchPostHandshake(SSL* ssl, State* state);
+  static void onProtocolMessage(int write_p, int version, int content_type, const void* buf,
+                                std::size_t len, SSL* ssl, void* arg) noexcept;
 
   std::unique_ptr<State> state_;
 };

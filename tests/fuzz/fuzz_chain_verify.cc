@@ -6,6 +6,8 @@
 //   - records() + 1 == badLine() once it rejects, and records() counts the lines fed when it
 //     accepts all;
 //   - a log it accepts, with its first line's chain value changed, is rejected at line 1.
+//
+// Parser files: proxy/audit/chain_verify.cc
 
 #include <cstddef>
 #include <cstdint>

@@ -11,6 +11,8 @@
 //   - the hello's handshake message split into 1-byte records reads the same (when that stays
 //     under the limit).
 // ASan checks that nothing reads past the span: each prefix is parsed from its own heap copy.
+//
+// Parser files: proxy/tls/client_hello.cc
 
 #include <cstddef>
 #include <cstdint>

@@ -1,9 +1,12 @@
 // libFuzzer target for RequestParser (llhttp 8.1 strict plus sluice's checks).
-// The input is fed three ways, like a session receiving the same bytes in different reads:
-//   (a) whole, (b) split at one point chosen from the first input byte, (c) byte by byte,
-// with max_head_bytes 8 KiB. After each event the rest of the read is fed again, as a session
-// does. Invariants, each a trap on violation:
-//   - the three runs give the same events (NeedMore aside), the same error kind, the same heads
+// Parser files: proxy/http/request_parser.cc proxy/http/message_core.cc
+//   proxy/http/field_rules.cc proxy/http/header_block.cc
+// The input is fed four ways, like a session receiving the same bytes in different reads:
+//   (a) whole, (b) split at one point chosen from the first input byte, (c) in three reads cut
+// at points chosen from the last two bytes, (d) byte by byte, with max_head_bytes 8 KiB. After
+// each event the rest of the read is fed again, as a session does. Invariants, each a trap on
+// violation:
+//   - the four runs give the same events (NeedMore aside), the same error kind, the same heads
 //     (method, target, host, framing, content length, keep-alive, origin target), the same body
 //     bytes per message, and the same tunnel bytes after a ConnectHead;
 //   - consumed never exceeds what was given; NeedMore consumes everything;
@@ -15,6 +18,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "proxy/http/request_parser.h"
@@ -136,6 +140,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t split = size == 0 ? 0 : static_cast<std::size_t>(data[0]) * size / 256;
   const Run two = feed({input.substr(0, split), input.substr(split)});
 
+  // Two more cuts, from the last two bytes: a verdict that depends on where a fault falls
+  // relative to a read boundary (a fault scanned in one read, a limit passed in another) shows.
+  std::size_t first = size < 2 ? 0 : static_cast<std::size_t>(data[size - 1]) * size / 256;
+  std::size_t second = size < 2 ? 0 : static_cast<std::size_t>(data[size - 2]) * size / 256;
+  if (first > second) {
+    std::swap(first, second);
+  }
+  const Run three =
+      feed({input.substr(0, first), input.substr(first, second - first), input.substr(second)});
+
   std::vector<std::string_view> bytes;
   bytes.reserve(size);
   for (std::size_t i = 0; i < size; ++i) {
@@ -144,6 +158,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const Run single = feed(bytes);
 
   check(same(whole, two));
+  check(same(whole, three));
   check(same(whole, single));
   return 0;
 }

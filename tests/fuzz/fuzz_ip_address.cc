@@ -11,6 +11,8 @@
 //     6to4 forms; every class and embedding has a name.
 // The first 16 bytes of the input are also used raw as an IPv6 address, so that formatting
 // sees every zero-run shape, not just the ones the text parser reaches.
+//
+// Parser files: policy/ip_address.cc policy/address_class.cc
 
 #include <arpa/inet.h>
 

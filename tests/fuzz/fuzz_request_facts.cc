@@ -5,6 +5,9 @@
 //   - a Plain target never holds a dot or empty segment once unreserved escapes are decoded;
 //   - decide() never allows what does not name an allowed host, SNI and Host consistently.
 // The input is split at '\n' into: H, SNI, Host, method, target, port, one address.
+//
+// Parser files: policy/authority.cc policy/host_name.cc policy/request_path.cc
+//   policy/decision.cc
 #include <cstddef>
 #include <cstdint>
 #include <string>

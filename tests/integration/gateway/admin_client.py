@@ -30,6 +30,12 @@ FAMILY_TYPES = {
     "sluice_dns_lookup_seconds": "histogram",
     "sluice_upstream_connect_seconds": "histogram",
     "sluice_request_duration_seconds": "histogram",
+    # per audit file: whether it can be written, the records kept while it cannot
+    "sluice_audit_unavailable": "gauge",
+    "sluice_audit_pending_records": "gauge",
+    "sluice_audit_pending_bytes": "gauge",
+    "sluice_audit_write_failures": "counter",
+    "sluice_audit_refused_connections": "counter",
 }
 # Present in every scrape (requests_total and sandbox_resolver_answers_total have series only
 # where non-zero, so may be empty).

@@ -13,7 +13,7 @@ REASONS = {"not_allowed_host", "not_allowed_port", "not_allowed_scheme", "not_al
            "sni_mismatch", "host_missing", "host_duplicate", "host_mismatch", "dns_failed",
            "dns_mismatch", "not_tls", "bad_request", "header_too_large", "upstream_connect",
            "upstream_cert", "upstream_timeout", "secret_misuse", "rate_limited",
-           "too_many_connections"}
+           "too_many_connections", "audit_unavailable"}
 _TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 

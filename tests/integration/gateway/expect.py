@@ -24,12 +24,16 @@ PROXY_STATUS = {
     "dns_timeout": {"dns_error", "dns_timeout"},  # dns_failed caused by a silent resolver
     "upstream_connect": {"destination_unavailable", "connection_refused"},
     "upstream_cert": {"tls_certificate_error"},
+    # no connection in connect_timeout, or no answer in idle_timeout
+    "upstream_timeout": {"connection_timeout", "http_response_timeout"},
     "bad_request": {"http_request_error"},
     "header_too_large": {"http_request_error", "http_request_denied"},
     "secret_misuse": {"http_request_denied"},
     # per-sandbox limits: 429 for the request rate, 503 for the connection limit
     "rate_limited": {"http_request_denied"},
     "too_many_connections": {"connection_limit_reached"},
+    # a record that cannot be written keeps the sandbox's new requests out
+    "audit_unavailable": {"proxy_internal_error"},
 }
 
 

@@ -24,14 +24,15 @@ class Runner:
         self.bed = bed
         self.started = []
 
-    def start(self, env=None, **config_kw):
-        """A sluice with make_config(**config_kw); `env`: extra environment variables."""
+    def start(self, env=None, nofile=None, **config_kw):
+        """A sluice with make_config(**config_kw); `env`: extra environment variables;
+        `nofile`: its descriptor limit (RLIMIT_NOFILE, soft and hard)."""
         last_error = None
         for _ in range(3):
             workdir = tempfile.mkdtemp(prefix="sluice-gw-")
             port = free_port((PROXY_ADDRESS,))
             config = make_config(self.bed, workdir, port, **config_kw)
-            sluice = Sluice(self.binary, workdir, config, env=env)
+            sluice = Sluice(self.binary, workdir, config, env=env, nofile=nofile)
             self.started.append(sluice)
             try:
                 return sluice.start()

@@ -9,7 +9,12 @@ import time
 from tlsraw import client_hello
 
 EXT_SERVER_NAME = 0
+EXT_SUPPORTED_GROUPS = 10
 EXT_PADDING = 21
+EXT_KEY_SHARE = 51
+GROUP_NAMES = {0x17: "secp256r1", 0x18: "secp384r1", 0x19: "secp521r1", 0x1d: "x25519",
+               0x1e: "x448", 0x100: "ffdhe2048", 0x101: "ffdhe3072", 0x102: "ffdhe4096",
+               0x103: "ffdhe6144", 0x104: "ffdhe8192"}
 ALERTS = {0: "close_notify", 10: "unexpected_message", 40: "handshake_failure",
           47: "illegal_parameter", 50: "decode_error", 70: "protocol_version",
           80: "internal_error", 112: "unrecognized_name", 120: "no_application_protocol"}
@@ -36,10 +41,11 @@ def server_name_data(names, name_type=0):
 
 
 class Hello:
-    """A parsed ClientHello: legacy fields kept as bytes, extensions as [(type, data)]."""
+    """A parsed ClientHello: legacy fields kept as bytes, extensions as [(type, data)]. Python's
+    own for `sni`, or the handshake message `message` (bytes) as another client sent it."""
 
-    def __init__(self, sni="allowed.test", alpn=("http/1.1",)):
-        msg = handshake_bytes(client_hello(sni, alpn=alpn))
+    def __init__(self, sni="allowed.test", alpn=("http/1.1",), message=None):
+        msg = message if message is not None else handshake_bytes(client_hello(sni, alpn=alpn))
         assert msg[0] == 1, "not a ClientHello"
         body = msg[4:4 + int.from_bytes(msg[1:4], "big")]
         pos = 2 + 32
@@ -61,6 +67,28 @@ class Hello:
             exts.append((etype, body[pos + 4:pos + 4 + elen]))
             pos += 4 + elen
         self.extensions = exts
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def extension(self, etype):
+        return next((d for t, d in self.extensions if t == etype), None)
+
+    def supported_groups(self):
+        """The named groups offered (IANA code points), in order."""
+        data = self.extension(EXT_SUPPORTED_GROUPS) or b"\0\0"
+        return [int.from_bytes(data[i:i + 2], "big") for i in range(2, len(data), 2)]
+
+    def key_share_groups(self):
+        """The groups of the key_share entries, in order."""
+        data, out, pos = self.extension(EXT_KEY_SHARE) or b"\0\0", [], 2
+        while pos + 4 <= len(data):
+            out.append(int.from_bytes(data[pos:pos + 2], "big"))
+            pos += 4 + int.from_bytes(data[pos + 2:pos + 4], "big")
+        return out
+
+    def cipher_suite_ids(self):
+        return [int.from_bytes(self.cipher_suites[i:i + 2], "big")
+                for i in range(0, len(self.cipher_suites), 2)]
 
     # --- changes -----------------------------------------------------------------------------
 
@@ -107,6 +135,21 @@ class Hello:
         msg = self.message()
         return [b"\x16\x03\x01" + _u16(len(msg[i:i + size])) + msg[i:i + size]
                 for i in range(0, len(msg), size)]
+
+
+def read_client_hello(sock, timeout=10):
+    """The ClientHello a client sent to `sock` (a server's accepted socket), parsed: reads
+    handshake records until the whole message is there."""
+    sock.settimeout(timeout)
+    data = b""
+    while True:
+        msg = handshake_bytes(data)
+        if len(msg) >= 4 and len(msg) >= 4 + int.from_bytes(msg[1:4], "big"):
+            return Hello(message=msg)
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed before a whole ClientHello (%d bytes)" % len(data))
+        data += chunk
 
 
 def send_records(sock, records, pause=0.0):

@@ -30,9 +30,44 @@ LOG_FIELDS = [
 ]
 
 
+# Request headers through which origins, frameworks and CDNs let a request claim another host,
+# path, scheme, port, method or client (README "Wire behaviour where SPEC.md is silent"), and
+# Proxy-*: sluice must drop every one. Requests to /claims/ log each of them (claims.log), as an
+# origin that reads them would see them. nginx names a header's variable in lower case with '_'
+# for '-', and (underscores_in_headers on) takes "X_Forwarded_Host" for that same variable, as
+# CGI, WSGI and Rack do.
+CLAIM_HEADERS = [
+    "Forwarded", "X-Forwarded-Host", "X-Forwarded-Server", "X-Host", "X-HTTP-Host-Override",
+    "X-Original-Host",
+    "X-Original-URL", "X-Original-URI", "X-Rewrite-URL", "X-Forwarded-Prefix",
+    "X-Forwarded-Path", "X-Forwarded-Uri", "X-Original-Prefix", "X-Replaced-Path",
+    "X-Envoy-Original-Path",
+    "X-Forwarded-Proto", "X-Forwarded-Protocol", "X-Forwarded-Scheme", "X-Forwarded-Ssl",
+    "X-Forwarded-Port", "X-Original-Proto", "X-Url-Scheme", "X-Scheme", "Front-End-Https",
+    "X-ARR-SSL", "CloudFront-Forwarded-Proto", "CF-Visitor", "Fastly-SSL",
+    "X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override", "X-Original-Method",
+    "X-Forwarded-Method",
+    "X-Forwarded-For", "X-Forwarded", "Forwarded-For", "X-Original-For",
+    "X-Original-Forwarded-For", "X-Real-IP", "X-Client-IP", "Client-IP", "True-Client-IP",
+    "CF-Connecting-IP", "CF-Connecting-IPv6", "Fastly-Client-IP", "X-Cluster-Client-IP",
+    "X-Originating-IP", "X-Remote-IP", "X-Remote-Addr", "X-ProxyUser-Ip",
+    "CloudFront-Viewer-Address",
+    "X-Middleware-Subrequest", "X-Envoy-Internal",
+    "Proxy", "Proxy-Foo", "Proxy-Authorization",
+]
+
+
+def claim_variable(name):
+    return name.lower().replace("-", "_")
+
+
 def _log_format():
     body = ",".join('"%s":"%s"' % (k, v) for k, v in LOG_FIELDS)
-    return "log_format bed escape=json '{%s}';" % body
+    claims = ",".join('"%s":"$http_%s"' % (claim_variable(n), claim_variable(n))
+                      for n in CLAIM_HEADERS)
+    return ("log_format bed escape=json '{%s}';\n"
+            "    log_format claims escape=json '{\"uri\":\"$request_uri\",\"host\":\"$host\","
+            "\"x_test\":\"$http_x_test\",%s}';" % (body, claims))
 
 
 def _server(d, names, listens, cert, root, role, extra=""):
@@ -63,6 +98,11 @@ def _server(d, names, listens, cert, root, role, extra=""):
                  "        add_header X-Echo-Key $http_x_api_key always;\n"
                  "        return 200 \"key=$http_x_api_key\\n\";\n"
                  "    }")
+    # What an origin that reads routing headers would be told (CLAIM_HEADERS).
+    lines.append("    location /claims/ {\n"
+                 "        access_log %s/claims.log claims;\n"
+                 "        return 200 \"claims\\n\";\n"
+                 "    }" % d)
     lines.append("    location = /chunked.html {\n"
                  "        sub_filter 'SLUICE-MARK' 'replaced-by-nginx';\n"
                  "        sub_filter_once off;\n"
@@ -126,6 +166,7 @@ http {
     uwsgi_temp_path %(d)s/tmp/uwsgi;
     scgi_temp_path %(d)s/tmp/scgi;
     ssl_protocols TLSv1.2 TLSv1.3;
+    underscores_in_headers on;
     %(log_format)s
     access_log off;
 %(servers)s

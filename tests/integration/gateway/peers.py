@@ -149,7 +149,12 @@ class Dnsmasq:
         "loop6.pub.test": ["::1"], "ll6.pub.test": ["fe80::1"], "sitelocal.pub.test": ["fec0::1"],
         "mcast6.pub.test": ["ff02::1"], "discard6.pub.test": ["100::1"],
         "doc6.pub.test": ["2001:db8::1"], "self.pub.test": ["127.0.0.2"],
+        # the bed's own stand-in origins (a Python server per test, on a port of its own)
+        "probe.test": ["127.0.0.24"],
     }
+    # Whole subtrees: every name below the key resolves to the address (a wildcard rule's
+    # names, as many as a test makes up).
+    TREES = {"flood.test": "127.0.0.20"}
 
     def __init__(self, directory, port):
         self.dir = directory
@@ -162,6 +167,7 @@ class Dnsmasq:
         args = dnsmasq_command(self.ADDRESS, self.port, self.dir, self.log)
         for name, addresses in self.ZONE.items():
             args += ["--host-record=%s,%s" % (name, a) for a in addresses]
+        args += ["--address=/%s/%s" % item for item in self.TREES.items()]
         with open(os.path.join(self.dir, "stderr.log"), "wb") as err:
             self.proc = subprocess.Popen(DIE_WITH_US + args, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=err, env=clean_env())

@@ -159,9 +159,10 @@ class SandboxView:
 
 
 class Sluice:
-    def __init__(self, binary, workdir, config, env=None):
+    def __init__(self, binary, workdir, config, env=None, nofile=None):
         self.binary = binary
         self.extra_env = dict(env or {})  # on top of clean_env(), e.g. SLUICE_LOG or resolver vars
+        self.nofile = nofile  # its RLIMIT_NOFILE, soft and hard (None: this process's)
         self.workdir = workdir
         self.config = config
         sandbox = config["sandboxes"][0]
@@ -191,8 +192,12 @@ class Sluice:
         write_config(self.config, self.config_path)
         with open(os.path.join(self.workdir, "sluice.stdout"), "wb") as out, \
                 open(self.stderr_path, "wb") as err:
+            # prlimit (util-linux, like setpriv) execs sluice too: the PID stays sluice's
+            limit = [] if self.nofile is None else \
+                ["prlimit", "--nofile=%d:%d" % (self.nofile, self.nofile), "--"]
             self.proc = subprocess.Popen(
-                DIE_WITH_US + [self.binary, "run", "-c", self.config_path], cwd=self.workdir,
+                DIE_WITH_US + limit + [self.binary, "run", "-c", self.config_path],
+                cwd=self.workdir,
                 stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 env=clean_env(**self.extra_env))
 

@@ -97,6 +97,22 @@ TEST(LoadConfig, Documents) {
       {"only a document marker", "---\n", {"test.yaml: empty config: expected 'version: 1' first"}},
       {"explicit null", "~\n", {"test.yaml: empty config: expected 'version: 1' first"}},
       {"root is a list", "- version: 1\n", {"test.yaml:1:1: expected a map, got a list"}},
+      // yaml-cpp stops reading at a NUL: a rule's `paths:` after one would vanish unseen
+      // (found by fuzz_config).
+      {"NUL byte before a rule's paths",
+       kMinimal + std::string("\0        paths: [/v1/public/]\n", 30),
+       {"test.yaml:10:1: a NUL byte: YAML reading stops there and would ignore the rest"}},
+      {"NUL byte inside a value",
+       std::string("version: 1\nx: a\0b\n", 18),
+       {"test.yaml:2:5: a NUL byte: YAML reading stops there and would ignore the rest"}},
+      // yaml-cpp 0.7's LoadAll() never returns on these, allocating until memory runs out
+      // (found by fuzz_config: a 128-byte file took 6.8 GB in 20 s).
+      {"a stream that starts with a comma",
+       ",\n",
+       {"test.yaml:1:1: not YAML (a ',' or other flow indicator outside a flow collection?)"}},
+      {"a comma after a comment, then a map",
+       "# sandboxes\n  , a\nversion: 1\n",
+       {"test.yaml:2:3: not YAML (a ',' or other flow indicator outside a flow collection?)"}},
       {"root is a scalar", "version 1\n", {"test.yaml:1:1: expected a map, got 'version 1'"}},
       {"two documents",
        kMinimal + "---\nversion: 1\n",
@@ -329,7 +345,7 @@ secrets:
 )",
        {"test.yaml:3:3: dns: unknown key 'server' (expected one of: servers, timeout, max_ttl)",
         "test.yaml:5:3: upstream: unknown key 'cafile' (expected one of: ca_file, "
-        "connect_timeout)",
+        "connect_timeout, max_idle, max_idle_per_sandbox)",
         "test.yaml:7:3: audit: unknown key 'hash' (expected one of: path, hash_bodies)",
         "test.yaml:9:3: admin: unknown key 'port' (expected one of: listen)",
         "test.yaml:11:3: limits: unknown key 'max_conns' (expected one of: max_connections, "
@@ -652,6 +668,22 @@ limits:
         "test.yaml:12:21: limits.max_header_bytes: '64kb' is not a size: write a whole number "
         "of bytes, or one with KiB, MiB or GiB, e.g. 65536 or 64KiB",
         "test.yaml:13:1: a second YAML document: a config file holds exactly one"}},
+      {"idle upstream bounds",
+       kMinimal + R"(upstream:
+  max_idle: -1
+  max_idle_per_sandbox: 0x10
+)",
+       {"test.yaml:11:13: upstream.max_idle: '-1' is not a plain decimal number",
+        "test.yaml:12:25: upstream.max_idle_per_sandbox: '0x10' is not a plain decimal number "
+        "(a leading 0 or 0x would be read as octal or hex)"}},
+      {"idle upstream bounds too large",
+       kMinimal + "upstream:\n  max_idle: 16777217\n  max_idle_per_sandbox: \"8\"\n",
+       {"test.yaml:11:13: upstream.max_idle: must be at most 16777216",
+        "test.yaml:12:25: upstream.max_idle_per_sandbox: expected a number, got the quoted "
+        "string '8' (write it without quotes)"}},
+      {"idle upstream bounds of zero: keep none",
+       kMinimal + "upstream:\n  max_idle: 0\n  max_idle_per_sandbox: 0\n",
+       {}},
       {"header size limits",
        kMinimal + "limits:\n  max_header_bytes: 1023\n",
        {"test.yaml:11:21: limits.max_header_bytes: must be between 1KiB and 16MiB"}},
@@ -1220,6 +1252,8 @@ TEST(LoadConfig, DefaultsApplied) {
   EXPECT_EQ(config->dns.max_ttl, milliseconds(300000));
   EXPECT_FALSE(config->upstream.ca_file.has_value());
   EXPECT_EQ(config->upstream.connect_timeout, milliseconds(5000));
+  EXPECT_EQ(config->upstream.max_idle, 4096u);
+  EXPECT_EQ(config->upstream.max_idle_per_sandbox, 128u);
   EXPECT_EQ(config->audit.path, "-");
   EXPECT_FALSE(config->audit.hash_bodies);
   EXPECT_FALSE(config->admin.listen.has_value());
@@ -1390,8 +1424,20 @@ policies:
   EXPECT_EQ(config->admin.listen->toString(), "127.0.0.1:9901");
 }
 
-// The example of docs/configuration.md ("The file"), its YAML comments aside, with its relative
-// paths and sandboxes_dir given a callback.
+TEST(LoadConfig, IdleUpstreamBounds) {
+  auto config = load(kMinimal + "upstream:\n  max_idle: 100\n  max_idle_per_sandbox: 8\n",
+                     defaultOptions(), "test.yaml");
+  ASSERT_NE(config, nullptr);
+  EXPECT_EQ(config->upstream.max_idle, 100u);
+  EXPECT_EQ(config->upstream.max_idle_per_sandbox, 8u);
+  auto none = load(kMinimal + "upstream:\n  max_idle: 0\n", defaultOptions(), "test.yaml");
+  ASSERT_NE(none, nullptr);
+  EXPECT_EQ(none->upstream.max_idle, 0u);
+  EXPECT_EQ(none->upstream.max_idle_per_sandbox, 128u);
+}
+
+// The example of docs/configuration.md ("The file"), as printed there, with its relative paths
+// and sandboxes_dir given a callback.
 const std::string kSpecExample = R"(version: 1
 dns:
   servers: ["127.0.0.1:5353"]   # default: nameservers of the gateway host's /etc/resolv.conf
@@ -1418,11 +1464,11 @@ sandboxes:
     listen: 127.0.0.1:3128      # explicit proxy: CONNECT and absolute-form http://
                                 # (a sandbox needs `listen`, `transparent`, or both)
     transparent: 10.200.0.1:3129    # optional: redirected TCP (nftables/iptables REDIRECT)
-    dns_listen: 10.200.0.1:53       # optional: the sandbox's resolver (§5.3)
+    dns_listen: 10.200.0.1:53       # optional: the sandbox's resolver
     ca: ./state/agent-1         # ca.pem + ca.key; created on first start if missing
     policy: mirrors
     mode: enforce               # enforce | report (log would-deny as "report", forward anyway;
-                                # the address checks of §4.3 still hold in report mode)
+                                # the address checks still hold in report mode)
     original_dst: ignore        # transparent only: ignore | require_match
     audit: ./audit/agent-1.jsonl    # optional per-sandbox audit path
 policies:
@@ -1438,7 +1484,7 @@ policies:
       - name: llm
         hosts: [api.anthropic.com]
         methods: [POST]
-        inject:                 # credential brokering (§5.5)
+        inject:                 # credential brokering
           - header: x-api-key
             secret: anthropic
 secrets:
@@ -1554,6 +1600,50 @@ secrets:
 )"),
               ElementsAre("test.yaml:11:9: policies.p.rules[0]: inject would send the secret over "
                           "plain http; remove http from schemes"));
+}
+
+// The headers the head writer drops from the sandbox's request are the headers no rule may
+// inject (one table, policy/request_header.h): hop-by-hop, Proxy-*, and the family that claims
+// another host, path, scheme, port, method or client.
+TEST(LoadConfig, InjectNeverIntoAHeaderTheWriterDrops) {
+  auto withHeader = [](std::string_view header) {
+    return std::string(R"(version: 1
+sandboxes:
+  - name: a
+    listen: 127.0.0.1:3128
+    policy: p
+policies:
+  p:
+    rules:
+      - hosts: [api.example.com]
+        inject:
+          - header: )") +
+           std::string(header) + R"(
+            secret: k
+secrets:
+  k:
+    env: K
+    placeholder: placeholder-k
+)";
+  };
+  for (std::string_view header :
+       {"host", "Content-Length", "connection", "http2-settings", "proxy", "Proxy-Authorization",
+        "proxy-foo", "X-Forwarded-Host", "x_forwarded_host", "forwarded", "x-original-url",
+        "X-Rewrite-URL", "x-http-method-override", "x-forwarded-proto", "x-real-ip",
+        "x-forwarded-client-cert", "x-envoy-internal", "x-middleware-subrequest"}) {
+    std::string lower(header);
+    for (char& c : lower) {
+      c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+    EXPECT_THAT(errorsOf(withHeader(header)),
+                ElementsAre("test.yaml:11:21: policies.p.rules[0].inject[0].header: '" + lower +
+                            "' cannot be injected: sluice writes or removes it itself"))
+        << header;
+  }
+  for (std::string_view header : {"authorization", "X-Api-Key", "cookie", "x-goog-api-key",
+                                  "cf-access-client-secret", "x-forwardedhost"}) {
+    EXPECT_THAT(errorsOf(withHeader(header)), ElementsAre()) << header;
+  }
 }
 
 TEST(LoadConfig, ParsedRuleValues) {

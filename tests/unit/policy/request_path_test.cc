@@ -42,6 +42,35 @@ TEST(CheckRequestTarget, Shapes) {
       {"/a/%2f/b", PathShape::Ambiguous},
       {"/a/%5C..", PathShape::Ambiguous},
       {"/a%00b", PathShape::Ambiguous},
+      // Read otherwise after one more decoding: the origin may decode twice.
+      {"/v1/public/%252e%252e/admin", PathShape::Ambiguous},
+      {"/a/%252E%252e/b", PathShape::Ambiguous},
+      {"/a/%252f", PathShape::Ambiguous},
+      {"/a/%255c", PathShape::Ambiguous},
+      {"/a/%2500", PathShape::Ambiguous},
+      {"/a/%2541", PathShape::Ambiguous},
+      {"/a/%25%32%65%25%32%65/b", PathShape::Ambiguous},
+      {"/a/%25%32%45", PathShape::Ambiguous},
+      {"/a/%252%65", PathShape::Ambiguous},
+      {"/a/%25%32e", PathShape::Ambiguous},
+      {"/a/%25252e", PathShape::Ambiguous},
+      {"/a/%25u002e", PathShape::Ambiguous},
+      {"/a/%25U002E", PathShape::Ambiguous},
+      {"/a/%25%75002e", PathShape::Ambiguous},
+      // A "%25" that no second decoding turns into an escape reads the same either way.
+      {"/100%25off", PathShape::Plain},
+      {"/a/%25", PathShape::Plain},
+      {"/a/%252", PathShape::Plain},
+      {"/a/%252g", PathShape::Plain},
+      {"/a/%25/2e", PathShape::Plain},
+      {"/a/%25u00", PathShape::Plain},
+      {"/a/%25u00g0", PathShape::Plain},
+      {"/a/%25.2e", PathShape::Plain},
+      {"/a/2e%25", PathShape::Plain},
+      {"/a/%252e", PathShape::Ambiguous},
+      // The query is not matched: double encoding there changes no decision.
+      {"/a?b=%252e%252e", PathShape::Plain},
+      {"/a?%25%32%65", PathShape::Plain},
       {"", PathShape::Invalid},
       {"a/b", PathShape::Invalid},
       {"http://a/b", PathShape::Invalid},
@@ -56,6 +85,9 @@ TEST(CheckRequestTarget, Shapes) {
       {"/%", PathShape::Invalid},
       {"/%4", PathShape::Invalid},
       {"/%g0", PathShape::Invalid},
+      {"/a/%u002e", PathShape::Invalid},
+      {"/a/%%32%65", PathShape::Invalid},
+      {"/a/%2%65", PathShape::Invalid},
       {"/\xc3\xa9", PathShape::Invalid},
       {std::string("/a\0b", 4), PathShape::Invalid},
       {"/a\x7f", PathShape::Invalid},
@@ -64,6 +96,41 @@ TEST(CheckRequestTarget, Shapes) {
   for (const Row& row : rows) {
     EXPECT_EQ(checkRequestTarget(row.target), row.shape) << row.target;
   }
+}
+
+// Which kinds of ambiguity a path has, as a matcher reads them (a later rule option may accept
+// one kind, npm's encoded '/', and still refuse the others).
+TEST(ExamineRequestTarget, AmbiguityKinds) {
+  struct Row {
+    std::string_view target;
+    std::uint8_t kinds;
+  };
+  const Row rows[] = {
+      {"/simple/x", 0},
+      {"/a/../b", kDotSegment},
+      {"/a/..;/b", kDotSegment},
+      {"/a//b", kEmptySegment},
+      {"/@scope%2fname", kEncodedSlash},
+      {"/@scope%2Fname", kEncodedSlash},
+      {"/a%5cb", kEncodedBackslash},
+      {"/a%00", kEncodedNul},
+      {"/a/%252e%252e/b", kDoubleEncoded},
+      {"/a/%252f", kDoubleEncoded},
+      {"/a/%25%32%66", kDoubleEncoded},
+      {"/a/%2e%2e/%252f", kDotSegment | kDoubleEncoded},
+      {"/a/../%2f%2500//", kDotSegment | kEncodedSlash | kDoubleEncoded | kEmptySegment},
+      {"/a/..%2f%2500", kEncodedSlash | kDoubleEncoded},  // "..%2f..." is no dot segment
+  };
+  for (const Row& row : rows) {
+    const TargetCheck check = examineRequestTarget(row.target);
+    EXPECT_EQ(check.ambiguities, row.kinds) << row.target;
+    EXPECT_EQ(check.shape, row.kinds == 0 ? PathShape::Plain : PathShape::Ambiguous)
+        << row.target;
+  }
+  EXPECT_TRUE(examineRequestTarget("/@scope%2fname").has(kEncodedSlash));
+  EXPECT_FALSE(examineRequestTarget("/@scope%2fname").has(kDoubleEncoded));
+  EXPECT_EQ(examineRequestTarget("/a%zz").shape, PathShape::Invalid);
+  EXPECT_EQ(examineRequestTarget("/a%zz").ambiguities, 0);
 }
 
 TEST(PathHasPrefix, SegmentWise) {

@@ -117,7 +117,7 @@ class AdminServerTest : public ::testing::Test {
       }
       return std::string(kBody);
     };
-    handlers.healthy = [this] { return healthy_.load(); };
+    handlers.problems = [this] { return problems_; };
     auto started = server_->start(&loop_, std::move(handlers));
     ASSERT_TRUE(started.ok()) << started.error();
   }
@@ -156,7 +156,7 @@ class AdminServerTest : public ::testing::Test {
   uv_async_t* wake_ = nullptr;
   std::unique_ptr<AdminServer> server_;
   std::uint16_t port_ = 0;
-  std::atomic<bool> healthy_{true};
+  std::string problems_;  // loop thread only (handlers run there, as get() runs the loop)
   int scrapes_ = 0;  // loop thread only
   bool server_closed_ = false;
   std::atomic<bool> metrics_throw_{false};
@@ -217,13 +217,28 @@ TEST_F(AdminServerTest, HealthzOkThenDraining) {
   EXPECT_EQ(ok.status, 200);
   EXPECT_EQ(ok.body, "ok\n");
   EXPECT_EQ(ok.field("Content-Length"), "3");
-  healthy_ = false;
+  problems_ = "draining\n";
   const Response draining = get("GET /healthz HTTP/1.0\r\n\r\n");
   EXPECT_EQ(draining.status, 503);
   EXPECT_EQ(draining.body, "draining\n");
   EXPECT_EQ(draining.field("Content-Length"), "9");
   EXPECT_EQ(draining.field("Connection"), "close");
   EXPECT_EQ(scrapes_, 0);
+}
+
+// An audit log that cannot be written makes the gateway unhealthy, and the body says which
+// file and why, beside any other problem.
+TEST_F(AdminServerTest, HealthzNamesEveryProblem) {
+  problems_ =
+      "audit log /var/log/sluice/a.jsonl: cannot write: No space left on device since "
+      "2026-12-01T16:13:45.123Z; 4 records (2100 bytes) kept; new requests refused (503 "
+      "audit_unavailable)\ndraining\n";
+  const Response r = get("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.body, problems_);
+  EXPECT_EQ(r.field("Content-Length"), std::to_string(problems_.size()));
+  problems_.clear();
+  EXPECT_EQ(get("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n").status, 200);
 }
 
 TEST_F(AdminServerTest, UnknownPathIs404) {

@@ -63,6 +63,8 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
   gateway.countReload(true);
   gateway.dns_lookup.observe(400);
   const SandboxSample samples[] = {{"agent-1", &sandbox, 4}};
+  const AuditSample audits[] = {{"/var/log/sluice/a.jsonl", true, 3, 1400, 7, 2},
+                                {"-", false, 0, 0, 0, 0}};
 
   const std::string expected =
       "# HELP sluice_build_info The running sluice; the value is always 1.\n"
@@ -145,8 +147,32 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
       "sluice_request_duration_seconds_bucket{sandbox=\"agent-1\",le=\"10\"} 2\n"
       "sluice_request_duration_seconds_bucket{sandbox=\"agent-1\",le=\"+Inf\"} 2\n"
       "sluice_request_duration_seconds_sum{sandbox=\"agent-1\"} 3.0015\n"
-      "sluice_request_duration_seconds_count{sandbox=\"agent-1\"} 2\n";
-  EXPECT_EQ(renderPrometheus(gateway, samples, "0.1.0"), expected);
+      "sluice_request_duration_seconds_count{sandbox=\"agent-1\"} 2\n"
+      "# HELP sluice_audit_unavailable 1 while the audit file cannot be written: the sandboxes "
+      "writing to it are refused (503 audit_unavailable).\n"
+      "# TYPE sluice_audit_unavailable gauge\n"
+      "sluice_audit_unavailable{path=\"/var/log/sluice/a.jsonl\"} 1\n"
+      "sluice_audit_unavailable{path=\"-\"} 0\n"
+      "# HELP sluice_audit_pending_records Records kept in memory because the audit file did not "
+      "take them yet.\n"
+      "# TYPE sluice_audit_pending_records gauge\n"
+      "sluice_audit_pending_records{path=\"/var/log/sluice/a.jsonl\"} 3\n"
+      "sluice_audit_pending_records{path=\"-\"} 0\n"
+      "# HELP sluice_audit_pending_bytes Bytes of the records kept in memory.\n"
+      "# TYPE sluice_audit_pending_bytes gauge\n"
+      "sluice_audit_pending_bytes{path=\"/var/log/sluice/a.jsonl\"} 1400\n"
+      "sluice_audit_pending_bytes{path=\"-\"} 0\n"
+      "# HELP sluice_audit_write_failures_total Attempts to write to the audit file that failed "
+      "(each is retried).\n"
+      "# TYPE sluice_audit_write_failures_total counter\n"
+      "sluice_audit_write_failures_total{path=\"/var/log/sluice/a.jsonl\"} 7\n"
+      "sluice_audit_write_failures_total{path=\"-\"} 0\n"
+      "# HELP sluice_audit_refused_connections_total Connections closed unread because too many "
+      "records were kept for the audit file.\n"
+      "# TYPE sluice_audit_refused_connections_total counter\n"
+      "sluice_audit_refused_connections_total{path=\"/var/log/sluice/a.jsonl\"} 2\n"
+      "sluice_audit_refused_connections_total{path=\"-\"} 0\n";
+  EXPECT_EQ(renderPrometheus(gateway, samples, "0.1.0", audits), expected);
 }
 
 TEST(RenderPrometheus, NoSandboxesStillListsEveryFamilyAndTheFixedZeros) {
@@ -157,7 +183,10 @@ TEST(RenderPrometheus, NoSandboxesStillListsEveryFamilyAndTheFixedZeros) {
         "sluice_connections_active gauge", "sluice_bytes_total counter",
         "sluice_dns_queries_total counter", "sluice_certs_minted_total counter",
         "sluice_config_reloads_total counter", "sluice_dns_lookup_seconds histogram",
-        "sluice_upstream_connect_seconds histogram", "sluice_request_duration_seconds histogram"}) {
+        "sluice_upstream_connect_seconds histogram", "sluice_request_duration_seconds histogram",
+        "sluice_audit_unavailable gauge", "sluice_audit_pending_records gauge",
+        "sluice_audit_pending_bytes gauge", "sluice_audit_write_failures_total counter",
+        "sluice_audit_refused_connections_total counter"}) {
     EXPECT_NE(text.find(std::string("# TYPE ") + family + "\n"), std::string::npos) << family;
   }
   EXPECT_EQ(linesStartingWith(text, "sluice_requests_total"), "");

@@ -850,6 +850,52 @@ TEST(RequestParser, FieldCountLimit) {
   EXPECT_EQ(parse(manyHeaders(4), 0, kMaxHead, 4).error, ParseError::HeaderTooLarge);
 }
 
+// The verdict on a refused head, fed whole, in two reads cut at every position, and byte by
+// byte: all the same, and returned. A session cannot choose how TCP cut the bytes.
+ParseError verdictHoweverCut(std::string_view input) {
+  const Outcome whole = parse(input, 0);
+  EXPECT_EQ(whole.events, "E");
+  for (std::size_t cut = 1; cut < input.size(); ++cut) {
+    RequestParser parser(kMaxHead);
+    Collector sink;
+    ParseEvent e = parser.feed(input.substr(0, cut), sink);
+    if (e.kind == EventKind::NeedMore) {
+      e = parser.feed(input.substr(cut), sink);
+    }
+    EXPECT_EQ(e.kind, EventKind::Error) << "cut at " << cut;
+    EXPECT_EQ(e.error, whole.error)
+        << "cut at " << cut << ": " << e.detail << " vs " << whole.detail;
+    if (e.kind != EventKind::Error || e.error != whole.error) {
+      break;  // one report is enough to show it
+    }
+  }
+  const Outcome single = parse(input, 1);
+  EXPECT_EQ(single.events, "E");
+  EXPECT_EQ(single.error, whole.error) << single.detail << " vs " << whole.detail;
+  return whole.error;
+}
+
+TEST(RequestParser, FirstFaultInByteOrderDecidesHoweverCut) {
+  // Found by fuzz_http_request (tests/fuzz/corpus/fuzz_http_request/split_verdict_*): a head
+  // that starts with a bare LF and later passes the field limit was 431 when read at once (the
+  // field-count callback refused it before the bare LF was scanned) and 400 when cut before
+  // the 257th field. The bare LF comes first, so 400 it is: a byte-by-byte reader has refused
+  // the message before the 257th field exists.
+  const std::string lf_then_fields = "\n" + manyHeaders(256);
+  ASSERT_LT(lf_then_fields.size(), kMaxHead);
+  EXPECT_EQ(verdictHoweverCut(lf_then_fields), ParseError::BadRequest);
+  // The other order: the 257th field first, then a bare LF. 431 however cut.
+  std::string fields_then_lf = manyHeaders(256);
+  fields_then_lf.insert(fields_then_lf.size() - 2, "X: a\n");
+  EXPECT_EQ(verdictHoweverCut(fields_then_lf), ParseError::HeaderTooLarge);
+  // A bare CR, obs-fold or control character before the 257th field: 400 however cut.
+  for (const char* fault : {"X: a\rb\r\n", "X: a\r\n b\r\n", "X: a\x01\r\n"}) {
+    std::string input = manyHeaders(256);
+    input.insert(std::string_view("GET / HTTP/1.1\r\nHost: a\r\n").size(), fault);
+    EXPECT_EQ(verdictHoweverCut(input), ParseError::BadRequest) << fault;
+  }
+}
+
 TEST(RequestParser, BodyIsNotLimitedByMaxHeadBytes) {
   const std::string body(100'000, 'b');
   Outcome o = parseEveryWay(kPost + "Content-Length: 100000\r\n\r\n" + body, 1024);

@@ -299,6 +299,15 @@ TEST_P(BadResponse, IsRefusedHoweverSplit) {
 
 const std::string kOk = "HTTP/1.1 200 OK\r\n";
 
+// A 200 head of `n` fields, one past the limit of 256 when n is 257.
+std::string manyFields(int n) {
+  std::string s = kOk;
+  for (int i = 0; i < n; ++i) {
+    s += "X" + std::to_string(i) + ": y\r\n";
+  }
+  return s;
+}
+
 const BadRow kBadRows[] = {
     {"SwitchingProtocols",
      "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\nxyz",
@@ -339,6 +348,11 @@ const BadRow kBadRows[] = {
     {"NoResponseAtAll", "", "E", true},
     {"ClosedAfterCompleteResponse", kOk + "Content-Length: 0\r\n\r\n", "HME", true},
     {"TooLarge", kOk + "X: " + std::string(kMaxHead, 'x') + "\r\n\r\n", "E", false,
+     ParseError::HeaderTooLarge},
+    // Two faults: the first in byte order decides, however the bytes are cut (read at once,
+    // the field limit used to win over an obs-fold that came before it).
+    {"ObsFoldThenTooManyFields", kOk + "X: a\r\n b\r\n" + manyFields(257).substr(kOk.size()), "E"},
+    {"TooManyFieldsThenBareLf", manyFields(257) + "X: a\n\r\n", "E", false,
      ParseError::HeaderTooLarge},
 };
 

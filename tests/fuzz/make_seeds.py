@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seeds of the fuzz targets that take structured input (DNS replies, HTTP
+responses, chunked bodies, configurations) into tests/fuzz/corpus/<target>/, named for what
+they hold. Run it again after changing a seed here; what libFuzzer added (hash-named files) is
+left alone."""
+import os
+import struct
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus")
+
+
+def write(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("latin-1")
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# --- fuzz_http_response: a control byte (bit i: response i answers HEAD), then the bytes ---
+def responses():
+    ok5 = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+    chunked = ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+               "5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n")
+    seeds = {
+        "content_length": "\x00" + ok5,
+        "chunked_trailers": "\x00" + chunked,
+        "continue_then_final": "\x00HTTP/1.1 100 Continue\r\n\r\n" + ok5,
+        "early_hints_then_final": "\x00HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"
+                                  + chunked,
+        "head_answer_with_length": "\x01HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + ok5,
+        "no_content_and_not_modified":
+            "\x00HTTP/1.1 204 No Content\r\n\r\n"
+            "HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n" + ok5,
+        "until_close_http10": "\x00HTTP/1.0 200 OK\r\nServer: x\r\n\r\nread until the close",
+        "until_close_http11": "\x00HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nbody",
+        "keep_alive_three": "\x00" + ok5 + chunked + ok5,
+        "cl_te": "\x00HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "0\r\n\r\n",
+        "bare_lf_status_line": "\x00HTTP/1.1 200 OK\nContent-Length: 0\r\n\r\n",
+        "switching_protocols": "\x00HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+        "obs_fold": "\x00HTTP/1.1 200 OK\r\nX: a\r\n b\r\nContent-Length: 0\r\n\r\n",
+        "status_999": "\x00HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n",
+        "leading_crlf": "\x00\r\n\r\n" + ok5,
+        "large_head": "\x00HTTP/1.1 200 OK\r\n" + "".join(
+            "X-Field-%d: %s\r\n" % (i, "v" * 60) for i in range(110)) + "Content-Length: 0\r\n\r\n",
+    }
+    for name, data in seeds.items():
+        write("fuzz_http_response", name, data)
+
+
+# --- fuzz_http_chunked: a cut chooser byte, then a chunked body ---
+def chunked():
+    seeds = {
+        "one_chunk": "5\r\nhello\r\n0\r\n\r\n",
+        "two_chunks_upper_hex": "A\r\n0123456789\r\n1F\r\n" + "x" * 31 + "\r\n0\r\n\r\n",
+        "leading_zeros": "0005\r\nhello\r\n000\r\n\r\n",
+        "extensions": "5;a=b;c=\"q d\"\r\nhello\r\n0;last\r\n\r\n",
+        "trailers": "3\r\nabc\r\n0\r\nX-A: 1\r\nX-B: 2\r\n\r\n",
+        "empty_body": "0\r\n\r\n",
+        "bare_lf_after_data": "5\r\nhello\n0\r\n\r\n",
+        "bare_lf_size_line": "5\nhello\r\n0\r\n\r\n",
+        "size_overflow": "10000000000000000\r\nx\r\n0\r\n\r\n",
+        "space_before_extension": "5 ;a\r\nhello\r\n0\r\n\r\n",
+        "trailer_obs_fold": "0\r\nX: a\r\n b\r\n\r\n",
+        "pipelined_after": "1\r\nx\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    }
+    for i, (name, body) in enumerate(seeds.items()):
+        write("fuzz_http_chunked", name, chr((i * 37) % 256) + body)
+
+
+# --- fuzz_dns_answer: A length (2 bytes), max_ttl s (2 bytes), A reply, AAAA reply ---
+def name(text):
+    out = b""
+    for label in text.split("."):
+        out += bytes([len(label)]) + label.encode()
+    return out + b"\x00"
+
+
+def reply(qname, qtype, answers, rcode=0, rid=0x1234):
+    head = struct.pack(">HHHHHH", rid, 0x8180 | rcode, 1, len(answers), 0, 0)
+    question = name(qname) + struct.pack(">HH", qtype, 1)
+    body = b""
+    for owner, rtype, ttl, rdata in answers:
+        owner_bytes = b"\xc0\x0c" if owner == qname else name(owner)
+        body += owner_bytes + struct.pack(">HHIH", rtype, 1, ttl, len(rdata)) + rdata
+    return head + question + body
+
+
+def v4(text):
+    return bytes(int(x) for x in text.split("."))
+
+
+def v6(last):
+    return b"\x20\x01\x0d\xb8" + b"\x00" * 11 + bytes([last])
+
+
+def dns_input(a, aaaa, max_ttl=300):
+    return struct.pack(">HH", len(a), max_ttl) + a + aaaa
+
+
+def dns_answers():
+    q = "a.test"
+    a1 = reply(q, 1, [(q, 1, 60, v4("93.184.216.34")), (q, 1, 30, v4("93.184.216.35"))])
+    aaaa1 = reply(q, 28, [(q, 28, 120, v6(1))])
+    nodata_aaaa = reply(q, 28, [])
+    seeds = {
+        "a_and_aaaa": dns_input(a1, aaaa1),
+        "a_only_nodata_aaaa": dns_input(a1, nodata_aaaa),
+        "ttl_zero": dns_input(reply(q, 1, [(q, 1, 0, v4("10.0.0.1"))]), nodata_aaaa),
+        "ttl_top_bit": dns_input(reply(q, 1, [(q, 1, 0x80000001, v4("10.0.0.2"))]), aaaa1),
+        "ttl_over_max": dns_input(reply(q, 1, [(q, 1, 86400, v4("10.0.0.3"))]), aaaa1, 5),
+        "cname_chain": dns_input(reply(q, 1, [(q, 5, 50, name("b.test")),
+                                             ("b.test", 1, 40, v4("10.0.0.4"))]),
+                                 reply(q, 28, [(q, 5, 50, name("b.test")),
+                                               ("b.test", 28, 20, v6(4))])),
+        "duplicates": dns_input(reply(q, 1, [(q, 1, 60, v4("10.0.0.5"))] * 3),
+                                reply(q, 28, [(q, 28, 60, v6(5))] * 2)),
+        "seventy_records": dns_input(reply(q, 1, [(q, 1, 60 + i, v4("10.1.0.%d" % i))
+                                                  for i in range(70)]), nodata_aaaa),
+        "nxdomain": dns_input(reply(q, 1, [], rcode=3), reply(q, 28, [], rcode=3)),
+        "servfail_and_nxdomain": dns_input(reply(q, 1, [], rcode=2), reply(q, 28, [], rcode=3)),
+        "mapped_v4_in_aaaa": dns_input(nodata_aaaa.replace(b"\x00\x1c", b"\x00\x01", 1),
+                                       reply(q, 28, [(q, 28, 60, b"\x00" * 10 + b"\xff\xff" +
+                                                      v4("127.0.0.1"))])),
+        "wrong_rdlength": dns_input(reply(q, 1, [(q, 1, 60, b"\x0a\x00\x00")]), aaaa1),
+        "truncated": dns_input(a1[:-3], aaaa1[:20]),
+        "other_owner": dns_input(reply(q, 1, [("c.test", 1, 60, v4("10.0.0.6"))]), aaaa1),
+    }
+    for n, data in seeds.items():
+        write("fuzz_dns_answer", n, data)
+
+
+# --- fuzz_config: the examples, and shapes the loader must refuse with a position ---
+def configs():
+    examples = os.path.join(ROOT, "examples")
+    for f in sorted(os.listdir(examples)):
+        if f.endswith(".yaml"):
+            with open(os.path.join(examples, f), "rb") as fh:
+                text = fh.read()
+            if f == "fleet.yaml":
+                with open(os.path.join(examples, "fleet.d", "agent-c.yaml"), "rb") as fh:
+                    text += b"\x00" + fh.read()
+            write("fuzz_config", "example_" + f[:-5].replace("-", "_"), text)
+    minimal = ("version: 1\nsandboxes:\n  - name: s\n    listen: 127.0.0.1:3128\n    policy: p\n"
+               "policies:\n  p:\n    rules:\n      - hosts: [a.test]\n")
+    seeds = {
+        "minimal": minimal,
+        "octal_port": minimal.replace("3128", "03128"),
+        "duplicate_key": minimal + "policies:\n  q: {}\n",
+        "tab_indent": minimal.replace("    policy", "\tpolicy"),
+        "two_documents": minimal + "---\nversion: 1\n",
+        "anchors_aliases": "version: 1\nx: &a [1, 2]\ny: *a\n" + minimal[11:],
+        "flow_style": "{version: 1, sandboxes: [{name: s, listen: '127.0.0.1:1', policy: p}], "
+                      "policies: {p: {rules: [{hosts: [a.test], ips: [10.0.0.0/8]}]}}}\n",
+        "secrets_inject": minimal + "        inject:\n          - header: authorization\n"
+                          "            secret: k\nsecrets:\n  k: {env: KEY}\n",
+        "sandboxes_dir": "version: 1\nsandboxes_dir: d\npolicies:\n  p:\n    rules:\n"
+                         "      - hosts: [a.test]\n"
+                         "\x00name: s\nlisten: 127.0.0.1:3129\npolicy: p\n",
+        "unterminated_quote": minimal.replace("a.test", "\"a.test"),
+    }
+    for n, data in seeds.items():
+        write("fuzz_config", n, data)
+
+
+if __name__ == "__main__":
+    responses()
+    chunked()
+    dns_answers()
+    configs()
+    sys.exit(0)

@@ -1,0 +1,88 @@
+// Which request headers may reach the origin as the sandbox sent them: every
+// listed name of each family, in any case and with '_' for '-', every Proxy-*, the catch-all
+// prefixes, and near-misses that must still pass.
+#include "policy/request_header.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+
+#include "tests/unit/policy/request_header_cases.h"
+
+namespace sluice::policy {
+namespace {
+
+using C = RequestHeaderClass;
+using request_header_cases::kFamily;
+using request_header_cases::kNearMisses;
+using request_header_cases::Row;
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') {
+      c = static_cast<char>(c - 'a' + 'A');
+    }
+  }
+  return out;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') {
+      c = static_cast<char>(c - 'A' + 'a');
+    }
+  }
+  return out;
+}
+
+// '_' for every '-': what CGI, WSGI and Rack read as the same variable.
+std::string underscored(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c == '-') {
+      c = '_';
+    }
+  }
+  return out;
+}
+
+// '_' for the first '-' only.
+std::string halfUnderscored(std::string_view s) {
+  std::string out(s);
+  const std::size_t dash = out.find('-');
+  if (dash != std::string::npos) {
+    out[dash] = '_';
+  }
+  return out;
+}
+
+TEST(ClassifyRequestHeader, EveryNameOfTheFamilyInEverySpelling) {
+  for (const Row& row : kFamily) {
+    for (const std::string& spelling :
+         {std::string(row.name), lower(row.name), upper(row.name), underscored(row.name),
+          upper(underscored(row.name)), halfUnderscored(row.name)}) {
+      EXPECT_EQ(toString(classifyRequestHeader(spelling)), toString(row.cls)) << spelling;
+      EXPECT_FALSE(isEndToEndRequestHeader(spelling)) << spelling;
+    }
+  }
+}
+
+TEST(ClassifyRequestHeader, NearMissesAreForwarded) {
+  for (std::string_view name : kNearMisses) {
+    EXPECT_TRUE(isEndToEndRequestHeader(name)) << name;
+  }
+}
+
+TEST(ClassifyRequestHeader, OnlyTheFirstBytesOfALongNameAreRead) {
+  const std::string long_plain(70000, 'a');
+  EXPECT_TRUE(isEndToEndRequestHeader(long_plain));
+  EXPECT_EQ(classifyRequestHeader("x-forwarded-" + long_plain), C::ForwardedClaim);
+  EXPECT_EQ(classifyRequestHeader("PROXY_" + long_plain), C::ProxyControl);
+  EXPECT_TRUE(isEndToEndRequestHeader(""));
+}
+
+}  // namespace
+}  // namespace sluice::policy

@@ -16,8 +16,8 @@ struct Named {
   C cls;
 };
 
-// Where each name comes from is in README "Wire behaviour where SPEC.md is silent". A name that
-// a prefix below covers is still listed when it has a class of its own.
+// Where each name comes from is in docs/wire.md#headers-the-origin-never-gets-from-the-sandbox. A
+// name that a prefix below covers is still listed when it has a class of its own.
 constexpr Named kNames[] = {
     {"host", C::Framing},
     {"content-length", C::Framing},

@@ -4,12 +4,12 @@
 // loader, which refuses a rule that would inject one: a name sluice removes from the sandbox's
 // requests is a name no one else may put back either.
 //
-// What a request is, is its Host and target as the policy checked them. The fields dropped here
-// are those that make an origin, a framework or a CDN in front of it read the request otherwise:
-// as for another host, path, scheme, port or method, from another client, or as the origin's own
-// internal traffic (README "Wire behaviour where SPEC.md is silent" lists them, each group with
-// why). Names compare ASCII case-insensitively with '_' taken for '-': CGI, WSGI and Rack turn
-// both into the same variable (X_Forwarded_Host becomes HTTP_X_FORWARDED_HOST).
+// What a request is, is its Host and target as the policy checked them. The fields dropped here are
+// those that make an origin, a framework or a CDN in front of it read the request otherwise: as for
+// another host, path, scheme, port or method, from another client, or as the origin's own internal
+// traffic (docs/wire.md#headers-the-origin-never-gets-from-the-sandbox lists them, each group with
+// why). Names compare ASCII case-insensitively with '_' taken for '-': CGI, WSGI and Rack turn both
+// into the same variable (X_Forwarded_Host becomes HTTP_X_FORWARDED_HOST).
 
 #include <cstdint>
 #include <string_view>

@@ -18,7 +18,8 @@
 // here answer their new requests 503 audit_unavailable (each such answer a record, kept like
 // the others). Lines keep the chain values computed when they were written, so when the file
 // takes them again the chain goes on unbroken. Past kPendingLimit bytes kept, new connections of
-// those sandboxes are closed before a byte is read (Worker::serve): see README, audit log.
+// those sandboxes are closed before a byte is read (Worker::serve): see
+// docs/audit.md#when-the-audit-file-cannot-be-written.
 // The first failure logs one error, the recovery one warning; /healthz and /metrics show it.
 //
 // One AuditSink per distinct path ("-" is stdout); sandboxes with the same path share it.

@@ -12,8 +12,8 @@
 // at most 2 bytes of the line ('"', '\', or a byte that is not UTF-8: written as the character
 // of its Latin-1 reading, the same JSON string as \u00XX in a third of the bytes), except a
 // control character, which JSON writes as \u00XX (6 bytes). The fixed part, what sluice writes
-// itself, is at most kMaxFixedBytes plus kMaxAddressBytes per address in `addrs`. README
-// ("Wire behaviour", audit record) states the resulting bound.
+// itself, is at most kMaxFixedBytes plus kMaxAddressBytes per address in `addrs`.
+// docs/audit.md#what-a-record-copies-from-the-sandbox-is-capped states the resulting bound.
 
 #include <array>
 #include <chrono>

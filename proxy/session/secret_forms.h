@@ -1,7 +1,7 @@
 #pragma once
 // The forms in which an injected secret can come back from an origin that reflects what it was
-// sent, each as a byte pattern the response masking looks for (README, "Credential brokering":
-// what is caught and what is not):
+// sent, each as a byte pattern the response masking looks for
+// (docs/wire.md#what-masking-catches-and-what-it-does-not):
 //   - the exact bytes;
 //   - hex, all lower or all upper case;
 //   - percent-encoding, hex digits all upper or all lower case, with every byte encoded, or

@@ -189,7 +189,7 @@ class Session : private io::TcpStream::Handler,
   void updateReading();
   // Whether the state wants the client's bytes (before the backed-up rule of updateReading()).
   bool clientWanted(bool upstream_backed_up) const;
-  // Request progress: what idle_timeout counts from (README "Limits").
+  // Request progress: what idle_timeout counts from (docs/wire.md#limits-and-timeouts).
   void noteProgress() { last_progress_ms_ = uv_now(ctx_.loop); }
 
   // Requests (session_exchange.cc).

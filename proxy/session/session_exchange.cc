@@ -31,9 +31,9 @@ std::uint16_t defaultPort(policy::Scheme scheme) {
 }
 
 // The methods whose repeat changes nothing at the origin (RFC 9110 §9.2.1): the only ones sent
-// again after an upstream closed without answering (README "Sending a request again"). PUT and
-// DELETE are idempotent too, but an origin that acted on the first copy would act on the second in
-// a changed state.
+// again after an upstream closed without answering (docs/wire.md#upstreams, "Sending a request
+// again"). PUT and DELETE are idempotent too, but an origin that acted on the first copy would
+// act on the second in a changed state.
 bool safeToRepeat(std::string_view method) {
   return method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "TRACE";
 }
@@ -539,7 +539,7 @@ void Session::onResponseHead() {
     return;
   }
   // An upstream that echoes the request must not hand the sandbox the secret, in any form the
-  // masking knows (README, "Credential brokering").
+  // masking knows (docs/wire.md#what-masking-catches-and-what-it-does-not).
   response_mask_.reset(exchange_.injected ? &generation_->secrets->patterns() : nullptr);
   scratch_.clear();
   http::writeResponseHead(scratch_, head, exchange_.to_client, close_after_exchange_);

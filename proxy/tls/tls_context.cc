@@ -24,12 +24,12 @@ constexpr int kMinSecurityLevel = 2;
 // TLS 1.3 suites stay OpenSSL's defaults (all AEAD).
 constexpr const char* kServerTls12Ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20";
 
-// Key exchange, both sides: X25519, P-256 and P-384. OpenSSL's default list also has X448,
-// P-521 and the finite-field groups up to ffdhe8192 (RFC 7919), and the client chooses among
-// what the server accepts: a sandbox offering only ffdhe8192 would make every handshake cost
-// sluice modular exponentiations over 8192 bits (over a hundred milliseconds of CPU per
-// handshake, against about a millisecond for X25519). X25519 first: the cheapest, and what current clients send a key
-// share for.
+// Key exchange, both sides: X25519, P-256 and P-384. OpenSSL's default list also has X448, P-521
+// and the finite-field groups up to ffdhe8192 (RFC 7919), and the client chooses among what the
+// server accepts: a sandbox offering only ffdhe8192 would make every handshake cost sluice modular
+// exponentiations over 8192 bits (over a hundred milliseconds of CPU per handshake, against about a
+// millisecond for X25519). X25519 first: the cheapest, and what current clients send a key share
+// for.
 constexpr const char* kGroups = "X25519:P-256:P-384";
 
 // The upstream side's TLS 1.2 suites: OpenSSL's defaults less those whose key exchange is

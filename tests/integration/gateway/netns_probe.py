@@ -1,7 +1,7 @@
-"""Run inside a sandbox namespace (`ip netns exec NAME /usr/bin/python3 -B netns_probe.py SPEC`):
+"""Run inside a sandbox namespace (`ip netns exec NAME /usr/bin/python3 -B netns_probe.py PROBES`):
 the sandbox's attempts to get out, all at once, each with its own deadline.
 
-SPEC is a JSON object {id: probe}; prints a JSON object {id: result}. A probe is a dict:
+PROBES is a JSON object {id: probe}; prints a JSON object {id: result}. A probe is a dict:
   {"kind": "tcp", "host": H, "port": P, "tag": T, "timeout": S}
       connect, send T and a newline, read what comes back until the peer closes
   {"kind": "udp", "host": H, "port": P, "tag": T, "timeout": S}

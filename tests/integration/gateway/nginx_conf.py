@@ -30,12 +30,12 @@ LOG_FIELDS = [
 ]
 
 
-# Request headers through which origins, frameworks and CDNs let a request claim another host,
-# path, scheme, port, method or client (README "Wire behaviour where SPEC.md is silent"), and
+# Request headers through which origins, frameworks and CDNs let a request claim another host, path,
+# scheme, port, method or client (docs/wire.md#headers-the-origin-never-gets-from-the-sandbox), and
 # Proxy-*: sluice must drop every one. Requests to /claims/ log each of them (claims.log), as an
-# origin that reads them would see them. nginx names a header's variable in lower case with '_'
-# for '-', and (underscores_in_headers on) takes "X_Forwarded_Host" for that same variable, as
-# CGI, WSGI and Rack do.
+# origin that reads them would see them. nginx names a header's variable in lower case with '_' for
+# '-', and (underscores_in_headers on) takes "X_Forwarded_Host" for that same variable, as CGI, WSGI
+# and Rack do.
 CLAIM_HEADERS = [
     "Forwarded", "X-Forwarded-Host", "X-Forwarded-Server", "X-Host", "X-HTTP-Host-Override",
     "X-Original-Host",

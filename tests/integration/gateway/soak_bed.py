@@ -26,7 +26,7 @@ FAULT_ADDRESS = "127.0.0.71"
 RESOLVER_ADDRESS = "127.0.0.73"
 LOADS, CALM, ABUSER = ("load-1", "load-2"), "calm", "abuser"
 ABUSER_LIMITS = {"max_connections": 24, "requests_per_second": 20, "request_burst": 20}
-IDLE_TIMEOUT_S = 3     # also how long pooled upstream connections stay (README "Pooling")
+IDLE_TIMEOUT_S = 3     # also how long pooled upstream connections stay (docs/wire.md#upstreams)
 DNS_TIMEOUT_S = 2      # tries of 2/3 s and 4/3 s: the slow answer (1 s) comes in the second
 
 

@@ -30,7 +30,7 @@ from tlsraw import HandshakeFailed, PlainStream, TLSStream
 
 PATH_LABEL = "path"
 # The records kept in memory per audit file before sluice stops taking new connections of the
-# sandboxes that write there (README "Wire behaviour where SPEC.md is silent", audit log).
+# sandboxes that write there (docs/audit.md#when-the-audit-file-cannot-be-written).
 PENDING_LIMIT = 4 << 20
 
 

@@ -1,4 +1,4 @@
-"""README "Limits": peers that do not read, and traffic that is no request progress.
+"""docs/wire.md#limits-and-timeouts: peers that do not read, and traffic that is no request progress.
 
 sluice stops reading a peer whose write queue toward it is backed up (over 256 KiB until it
 drains to 64 KiB), on both legs and in every state, so what it holds for a connection stays

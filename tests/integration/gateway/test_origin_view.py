@@ -3,11 +3,10 @@ checked them:
 
 - headers through which origins, frameworks and CDNs let a request claim another host, path,
   scheme, port, method or client (X-Forwarded-Host, X-Original-URL, Forwarded, ...) and every
-  Proxy-* header are dropped from the head sluice writes (README "Headers the origin never
-  gets from the sandbox"), whatever case or '_' for '-' they are spelt with;
+  Proxy-* header are dropped from the head sluice writes
+  (docs/wire.md#headers-the-origin-never-gets-from-the-sandbox), whatever case or '_' for '-' they are spelt with;
 - a path that reads otherwise after one more percent-decoding (/v1/public/%252e%252e/admin)
-  matches no path prefix: 403 not_allowed_path, never forwarded (README "Policy semantics",
-  Paths), and `sluice explain` says the same.
+  matches no path prefix: 403 not_allowed_path, never forwarded (docs/policy.md#paths), and `sluice explain` says the same.
 
 The origin's view is nginx's: /claims/ logs every header of nginx_conf.CLAIM_HEADERS
 (claims.log), underscores read as dashes as CGI does."""

@@ -1,5 +1,5 @@
 """Credential brokering against an origin that reflects the injected header in another form
-(README, "Credential brokering": what the masking promises). The origin (reflector.py) encodes
+(docs/wire.md#what-masking-catches-and-what-it-does-not). The origin (reflector.py) encodes
 what it received as base64, base64url, percent-encoding or hex, with or without padding, at
 every alignment, in the response head and body, in one piece or trickled a few bytes per
 chunk; the sandbox must not be able to decode any four consecutive bytes of a secret out of

@@ -1,5 +1,5 @@
-"""The key exchanges sluice agrees to, on both TLS legs: X25519, P-256 and P-384 only (README
-"Key exchange"). A finite-field group is a choice of the client's that costs the server a large
+"""The key exchanges sluice agrees to, on both TLS legs: X25519, P-256 and P-384 only
+(docs/wire.md#tls-toward-the-sandbox, "Key exchange"). A finite-field group is a choice of the client's that costs the server a large
 modular exponentiation per handshake (ffdhe8192: over a hundred milliseconds of CPU), so a
 sandbox that offers only those gets a handshake failure; and sluice's own ClientHello to an
 origin offers the three curves and no DHE cipher suite.

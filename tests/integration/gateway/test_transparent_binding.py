@@ -184,8 +184,8 @@ def test_plain_http_absolute_form_naming_another_host_is_host_mismatch(env):
 
 
 def test_absolute_form_inside_tls_naming_another_host_is_refused(env):
-    """README (tests): inside TLS an absolute-form target that does not name https://H may be
-    400 bad_request or 403 host_mismatch."""
+    """The bed's README ("Inside a tunnel"): inside TLS an absolute-form target that does not
+    name https://H may be 400 bad_request or 403 host_mismatch."""
     m = env.mark()
     ex = env.exchange(DOC4, 443, [b"GET https://evil.test/whoami.txt?m=%s HTTP/1.1\r\n"
                                   b"Host: allowed.test\r\n\r\n" % m.marker.encode()],

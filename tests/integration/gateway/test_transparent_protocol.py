@@ -162,8 +162,8 @@ def test_connect_on_a_redirected_port_opens_no_tunnel(env, target, host):
     rec = env.audit.one(m.audit)
     check_record(env, rec, "%s:80" % DOC4, "deny", ex.final.sluice_reason, None, ...,
                  ex.final.status, client=ex.client, upstream=None)
-    # docs/audit.md: host as received; the bed's reading for a CONNECT (README): its Host header, or
-    # null with the target in url
+    # docs/audit.md: host as received; the bed's reading for a CONNECT (the bed's README): its Host
+    # header, or null with the target in url
     assert rec["host"] in (host, None), rec
     nothing_reached(env, m)
     assert not m.dns.asked("evil.test")

@@ -1,5 +1,5 @@
-"""Idle upstream connections are bounded per sandbox and for the whole process (README "Idle
-upstream bounds"), so that one sandbox cannot hold the gateway's descriptors and deny service
+"""Idle upstream connections are bounded per sandbox and for the whole process
+(docs/wire.md#upstreams, "Idle upstream bounds"), so that one sandbox cannot hold the gateway's descriptors and deny service
 to another.
 
 The attack: a sandbox whose policy allows a wildcard (`*.flood.test`, every name of which
@@ -151,7 +151,7 @@ def test_a_flood_of_names_leaves_the_gateway_descriptors_for_other_sandboxes(sta
         (after, after_tls, "the flood held %d upstream connections; its last statuses: %s"
          % (held, statuses[-3:]))
     assert statuses == [200] * len(names), statuses[-3:]
-    # a quarter of the descriptor limit at most (README "Idle upstream bounds"), and the
+    # a quarter of the descriptor limit at most (docs/configuration.md#upstream), and the
     # flood's own connection is gone
     assert held <= 64, held
 

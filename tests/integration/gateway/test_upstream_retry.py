@@ -1,8 +1,8 @@
 """A request sent on a reused upstream connection that the origin closes without answering
-(README "Sending a request again"). sluice cannot tell whether the origin acted on it, so it sends it again,
-on a new connection, only when repeating it changes nothing at the origin: the safe methods
-GET, HEAD, OPTIONS and TRACE. Any other method gets 502 upstream_connect and reaches the origin
-exactly once.
+(docs/wire.md#upstreams, "Sending a request again"). sluice cannot tell whether the origin acted
+on it, so it sends it again, on a new connection, only when repeating it changes nothing at the
+origin: the safe methods GET, HEAD, OPTIONS and TRACE. Any other method gets 502
+upstream_connect and reaches the origin exactly once.
 
 The origin (hangup_origin.py, probe.test on 127.0.0.24) answers the first request on each
 connection and hangs up on the next after reading it. Each test sends two requests on one

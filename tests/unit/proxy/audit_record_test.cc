@@ -1,9 +1,9 @@
 // The audit record writer against the worst a sandbox can send: what a record copies from the
 // sandbox (method, sni, host, url) is capped, a cut value is marked in a member no sandbox byte
 // can forge, and the log grows by a bounded number of bytes per record and at most a small
-// factor per byte received. The numbers here are the ones README states (audit record); they
-// are written out, not taken from the header, so that changing a cap means changing the
-// contract on purpose.
+// factor per byte received. The numbers here are the ones
+// docs/audit.md#what-a-record-copies-from-the-sandbox-is-capped states; they are written out,
+// not taken from the header, so that changing a cap means changing the contract on purpose.
 #include "proxy/audit/audit_record.h"
 
 #include <gtest/gtest.h>
@@ -135,7 +135,7 @@ std::string truncatedMember(std::string_view text) {
   return "";
 }
 
-// How one byte a sandbox sends is written, alone: the factor of README.
+// How one byte a sandbox sends is written, alone: the factor docs/audit.md states.
 struct ByteCost {
   std::string_view what;
   char byte;
@@ -306,8 +306,8 @@ TEST(AuditRecordBound, TheFixedPartIsBounded) {
               (ten.size() - none.size()) / 10);
 }
 
-// Whatever the sandbox sends, one record stays under kRecordMax (README: about 6 KiB), so the
-// log grows by at most that much per request, however large the head.
+// Whatever the sandbox sends, one record stays under kRecordMax (docs/audit.md: about 6 KiB), so
+// the log grows by at most that much per request, however large the head.
 TEST(AuditRecordBound, ARecordIsBoundedWhateverTheSandboxSends) {
   std::vector<policy::IpAddress> addrs;
   for (char worst : {'\x01', '\xff', '"'}) {

@@ -1,0 +1,95 @@
+#pragma once
+// Reading the pages of docs/ in tests that keep them honest: a page from the source tree, the
+// text under one heading, and the cells of its tables. Just enough Markdown for the pages as
+// they are written (ATX headings, pipe tables with one row per line).
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tests/support/temp_dir.h"
+
+namespace sluice::test_support {
+
+// docs/<page> of the source tree ("" when it cannot be read).
+inline std::string docsPage(std::string_view page) {
+  return readFile(std::string(SLUICE_SOURCE_DIR) + "/docs/" + std::string(page));
+}
+
+// The text under the heading line that reads exactly `heading` ("## upstream"), up to the next
+// heading of any level (a '#' line inside a ``` block is not one); "" when there is none.
+inline std::string docsSection(const std::string& page, std::string_view heading) {
+  std::size_t begin = std::string::npos;
+  bool fenced = false;
+  std::size_t at = 0;
+  while (at < page.size()) {
+    std::size_t end = page.find('\n', at);
+    end = end == std::string::npos ? page.size() : end;
+    std::string_view line = std::string_view(page).substr(at, end - at);
+    if (line.starts_with("```")) {
+      fenced = !fenced;
+    } else if (!fenced && line.starts_with('#')) {
+      if (begin != std::string::npos) {
+        return page.substr(begin, at - begin);
+      }
+      if (line == heading) {
+        begin = end;
+      }
+    }
+    at = end + 1;
+  }
+  return begin == std::string::npos ? std::string() : page.substr(begin);
+}
+
+// The cells of every table row in `section`, trimmed; header and separator rows included.
+inline std::vector<std::vector<std::string>> tableRows(const std::string& section) {
+  std::vector<std::vector<std::string>> rows;
+  std::size_t at = 0;
+  while (at < section.size()) {
+    std::size_t end = section.find('\n', at);
+    end = end == std::string::npos ? section.size() : end;
+    std::string_view line = std::string_view(section).substr(at, end - at);
+    if (line.starts_with('|')) {
+      std::vector<std::string> cells;
+      std::size_t from = 1;
+      while (from < line.size()) {
+        std::size_t bar = line.find('|', from);
+        if (bar == std::string_view::npos) {
+          break;
+        }
+        std::string_view cell = line.substr(from, bar - from);
+        while (!cell.empty() && cell.front() == ' ') {
+          cell.remove_prefix(1);
+        }
+        while (!cell.empty() && cell.back() == ' ') {
+          cell.remove_suffix(1);
+        }
+        cells.emplace_back(cell);
+        from = bar + 1;
+      }
+      rows.push_back(std::move(cells));
+    }
+    at = end + 1;
+  }
+  return rows;
+}
+
+// The `code spans` of a text, in order, without their backquotes.
+inline std::vector<std::string> codeSpans(std::string_view text) {
+  std::vector<std::string> spans;
+  std::size_t at = 0;
+  for (;;) {
+    std::size_t open = text.find('`', at);
+    if (open == std::string_view::npos) {
+      break;
+    }
+    std::size_t close = text.find('`', open + 1);
+    if (close == std::string_view::npos) {
+      break;
+    }
+    spans.emplace_back(text.substr(open + 1, close - open - 1));
+    at = close + 1;
+  }
+  return spans;
+}
+
+}  // namespace sluice::test_support

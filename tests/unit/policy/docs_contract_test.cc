@@ -34,8 +34,7 @@ std::vector<std::string> acceptedKeys(const std::string& yaml) {
   LoadOptions options;
   options.default_ca_base = "/var/lib/sluice";
   ConfigResult result = loadConfig(ConfigText{"docs.yaml", yaml}, options);
-  const std::string marker =
-      "unknown key '" + std::string(kUnknownKey) + "' (expected one of: ";
+  const std::string marker = "unknown key '" + std::string(kUnknownKey) + "' (expected one of: ";
   std::vector<std::string> keys;
   if (result.ok()) {
     ADD_FAILURE() << "loaded without the planted key's error:\n" << yaml;
@@ -92,9 +91,9 @@ std::string topLevel(std::string_view extra) {
 }
 
 struct ConfigMap {
-  const char* where;     // the key path, for messages
-  std::string yaml;      // a file with kUnknownKey planted in that map
-  const char* heading;   // where docs/configuration.md lists its keys
+  const char* where;    // the key path, for messages
+  std::string yaml;     // a file with kUnknownKey planted in that map
+  const char* heading;  // where docs/configuration.md lists its keys
 };
 
 TEST(DocsConfiguration, EveryKeyTheLoaderAcceptsHasItsRowInItsSection) {
@@ -117,10 +116,13 @@ TEST(DocsConfiguration, EveryKeyTheLoaderAcceptsHasItsRowInItsSection) {
       {"policies.p.rules[0]", ruleWith("        " + key + ": 1\n"), "## policies and rules"},
       {"policies.p.rules[0].inject[0]",
        ruleWith("        inject:\n          - header: x-api-key\n            secret: s\n"
-                "            " + key + ": 1\n"),
+                "            " +
+                key + ": 1\n"),
        "### inject"},
-      {"secrets.s", topLevel("secrets:\n  s:\n    env: SLUICE_DOCS_TEST\n"
-                             "    placeholder: sk-sluice-docs-test\n    " + key + ": 1\n"),
+      {"secrets.s",
+       topLevel("secrets:\n  s:\n    env: SLUICE_DOCS_TEST\n"
+                "    placeholder: sk-sluice-docs-test\n    " +
+                key + ": 1\n"),
        "## secrets"},
   };
   for (const ConfigMap& map : maps) {
@@ -224,8 +226,8 @@ TEST(DocsWire, EveryHeaderTheTableDocumentsIsDropped) {
   const std::vector<std::string> documented = documentedDroppedHeaders();
   ASSERT_FALSE(documented.empty()) << "docs/wire.md has no header table";
   for (const std::string& name : documented) {
-    const std::string example = name.ends_with('*') ? name.substr(0, name.size() - 1) + "Any"
-                                                    : name;
+    const std::string example =
+        name.ends_with('*') ? name.substr(0, name.size() - 1) + "Any" : name;
     EXPECT_FALSE(isEndToEndRequestHeader(example))
         << "docs/wire.md says '" << name << "' never reaches the origin, but it is forwarded";
   }

@@ -154,6 +154,9 @@ LoopPeer& SessionBed::connectClient() {
   EXPECT_GE(accepted, 0);
   clients_.push_back(std::make_unique<LoopPeer>(&loop_));
   EXPECT_EQ(clients_.back()->open(fd), 0);
+  // The loop's clock, as a worker's is when its accept callback runs: the session's deadlines
+  // count from it.
+  uv_update_time(&loop_);
   startSession(*this, accepted);
   return *clients_.back();
 }

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,6 +64,49 @@ inline std::vector<AuditLine> awaitAudit(SessionBed& bed, std::size_t count) {
     return lines.size() >= count;
   });
   return lines;
+}
+
+// Sends `bytes` to `peer` one byte at a time, one every `every`, from a timer on the loop; stops
+// when they are all sent, or the connection was reset or closed here (a FIN from the other side
+// ends only its sending). Declare it after the bed: it must close
+// its timer before the bed runs the loop dry.
+class Trickle {
+ public:
+  Trickle(uv_loop_t* loop, LoopPeer& peer, std::string bytes, std::chrono::milliseconds every)
+      : timer_(new uv_timer_t), peer_(peer), bytes_(std::move(bytes)) {
+    uv_timer_init(loop, timer_);
+    timer_->data = this;
+    const auto period = static_cast<std::uint64_t>(every.count());
+    uv_timer_start(timer_, &Trickle::onTick, period, period);
+  }
+  ~Trickle() {
+    uv_close(reinterpret_cast<uv_handle_t*>(timer_),
+             [](uv_handle_t* handle) { delete reinterpret_cast<uv_timer_t*>(handle); });
+  }
+  Trickle(const Trickle&) = delete;
+  Trickle& operator=(const Trickle&) = delete;
+  std::size_t sent() const { return sent_; }
+
+ private:
+  static void onTick(uv_timer_t* timer) {
+    auto* self = static_cast<Trickle*>(timer->data);
+    if (self->sent_ == self->bytes_.size() || self->peer_.end() == LoopPeer::End::Reset ||
+        self->peer_.closed()) {
+      uv_timer_stop(timer);
+      return;
+    }
+    self->peer_.write(std::string_view(self->bytes_).substr(self->sent_++, 1));
+  }
+
+  uv_timer_t* timer_;  // freed by its close callback
+  LoopPeer& peer_;
+  std::string bytes_;
+  std::size_t sent_ = 0;
+};
+
+inline std::chrono::milliseconds since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start);
 }
 
 }  // namespace sluice::test_support

@@ -6,15 +6,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
-#include <cstdlib>
 
 #include "policy/config_loader.h"
 #include "proxy/session/session.h"
 #include "proxy/tls/tls_context.h"
 #include "tests/support/loop_driver.h"
+#include "tests/support/transition_log.h"
 
 namespace sluice::test_support {
 
@@ -35,10 +33,9 @@ const char* handleType(uv_handle_t* handle) { return uv_handle_type_name(handle-
 }  // namespace
 
 SessionBed::SessionBed() {
-  // SLUICE_TEST_LOG=debug shows the sessions' [C42] lines (state transitions, closes).
-  if (const char* level = std::getenv("SLUICE_TEST_LOG"); level != nullptr) {
-    spdlog::set_level(spdlog::level::from_str(level));
-  }
+  // The sessions' transitions are counted (and with SLUICE_TEST_LOG=debug, their [C42] lines
+  // printed).
+  installTransitionLog();
   EXPECT_EQ(uv_loop_init(&loop_), 0);
   // As the worker does: what the callbacks of one round wrote to the audit file goes out after
   // it (sessions also flush their own records before their answers).

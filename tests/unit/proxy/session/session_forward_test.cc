@@ -72,6 +72,67 @@ TEST_F(SessionForwardTest, KeepAliveRequestsShareOneUpstreamConnection) {
   EXPECT_EQ(bed_.auditLines().size(), 3u);
 }
 
+TEST_F(SessionForwardTest, RequestBodiesReachTheOriginExactlyInBothFramings) {
+  bed_.origin().on_request = answerEach("got it");
+  LoopPeer& client = bed_.connectClient();
+  client.write(absoluteRequest("POST", origin(), "/length", "Content-Length: 11\r\n") +
+               "hello world");
+  ASSERT_TRUE(awaitResponse(bed_, client));
+  client.write(absoluteRequest("POST", origin(), "/chunked", "Transfer-Encoding: chunked\r\n") +
+               "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+  ASSERT_TRUE(awaitResponse(bed_, client));
+  ASSERT_EQ(bed_.origin().requests().size(), 2u);
+  EXPECT_EQ(bed_.origin().requests()[0].message.body, "hello world");
+  EXPECT_EQ(bed_.origin().requests()[1].message.body, "hello world");
+  EXPECT_TRUE(bed_.origin().requests()[1].message.chunked);
+  std::vector<AuditLine> lines = bed_.auditLines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["req_bytes"], "11");
+  EXPECT_EQ(lines[1]["req_bytes"], "11");
+}
+
+TEST_F(SessionForwardTest, ChunkedResponseReachesTheClientChunked) {
+  bed_.origin().on_request = [](LoopPeer& connection, const OriginServer::Request&) {
+    connection.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n");
+  };
+  LoopPeer& client = bed_.connectClient();
+  client.write(absoluteRequest("GET", origin(), "/chunks"));
+  std::optional<HttpMessage> response = awaitResponse(bed_, client);
+  ASSERT_TRUE(response) << client.received();
+  EXPECT_TRUE(response->chunked);
+  EXPECT_EQ(response->body, "abcdefg");
+  EXPECT_EQ(bed_.auditLines().at(0)["resp_bytes"], "7");
+}
+
+// limits.max_connections of the sandbox, checked as the worker makes the session: the
+// connection over it is answered 503 at once, on record, and the others are served.
+TEST(SessionConnectionLimitTest, ConnectionOverTheSandboxsLimitIsAnswered503AndAudited) {
+  SessionBed bed;
+  BedConfig config;
+  config.sandbox_limits = "{max_connections: 1}";
+  bed.configure(config);
+  bed.origin().on_request = answerEach("served");
+  LoopPeer& first = bed.connectClient();
+  LoopPeer& second = bed.connectClient();
+  std::optional<HttpMessage> refused = awaitResponse(bed, second);
+  ASSERT_TRUE(refused) << second.received();
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused->header("sluice-reason"), "too_many_connections");
+  ASSERT_TRUE(awaitEnd(bed, second));
+
+  const std::string authority = "origin.test:" + std::to_string(bed.origin().port());
+  first.write(absoluteRequest("GET", authority, "/first"));
+  std::optional<HttpMessage> served = awaitResponse(bed, first);
+  ASSERT_TRUE(served) << first.received();
+  EXPECT_EQ(served->status, 200);
+  std::vector<AuditLine> lines = bed.auditLines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["reason"], "too_many_connections");
+  EXPECT_EQ(lines[0]["status"], "503");
+  EXPECT_TRUE(lines[0].isNull("method")) << lines[0].line;
+}
+
 TEST_F(SessionForwardTest, DeniedHostIsAnswered403WithItsReasonAuditedAndClosed) {
   LoopPeer& client = bed_.connectClient();
   client.write(absoluteRequest("GET", "elsewhere.test", "/x"));

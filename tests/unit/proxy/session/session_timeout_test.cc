@@ -50,11 +50,12 @@ TEST_F(SessionTimeoutTest, SilentClientIsClosedAtHandshakeTimeoutWithoutARecord)
 TEST_F(SessionTimeoutTest, ProxyHeadTrickledByteByByteIsCutAtHandshakeTimeout) {
   auto start = std::chrono::steady_clock::now();
   LoopPeer& client = bed_.connectClient();
-  trickle_ = std::make_unique<Trickle>(bed_.loop(), client,
-                                       absoluteRequest("GET", origin(), "/slow"), 50ms);
+  const std::string head = absoluteRequest("GET", origin(), "/slow");
+  trickle_ = std::make_unique<Trickle>(bed_.loop(), client, head, 50ms);
   ASSERT_TRUE(awaitEnd(bed_, client));
   EXPECT_GE(since(start), kHandshake - kClockSlack);
   EXPECT_GT(trickle_->sent(), 4u);
+  EXPECT_LT(trickle_->sent(), head.size()) << "the head was let through whole";
   EXPECT_EQ(client.received(), "");
   EXPECT_EQ(bed_.dns().queries(), 0);
   ASSERT_TRUE(bed_.allSessionsFinished());
@@ -68,10 +69,11 @@ TEST_F(SessionTimeoutTest, RequestHeadTrickledAfterAFirstRequestIsCutAtHandshake
   client.write(absoluteRequest("GET", origin(), "/first"));
   ASSERT_TRUE(awaitResponse(bed_, client));
   auto start = std::chrono::steady_clock::now();
-  trickle_ = std::make_unique<Trickle>(bed_.loop(), client,
-                                       absoluteRequest("GET", origin(), "/slow"), 50ms);
+  const std::string head = absoluteRequest("GET", origin(), "/slow");
+  trickle_ = std::make_unique<Trickle>(bed_.loop(), client, head, 50ms);
   ASSERT_TRUE(awaitEnd(bed_, client));
   EXPECT_GE(since(start), kHandshake - kClockSlack);
+  EXPECT_LT(trickle_->sent(), head.size()) << "the head was let through whole";
   EXPECT_EQ(client.received(), "");
   EXPECT_TRUE(bed_.origin().requestsFor("/slow").empty());
   ASSERT_TRUE(bed_.allSessionsFinished());
@@ -91,28 +93,6 @@ TEST_F(SessionTimeoutTest, IdleKeepAliveConnectionIsClosedAtIdleTimeoutWithoutAR
   ASSERT_TRUE(bed_.allSessionsFinished());
   EXPECT_EQ(bed_.auditLines().size(), 1u);
   EXPECT_EQ(bed_.pool().idle(), 1u) << "the idle client's upstream went to the pool";
-}
-
-TEST_F(SessionTimeoutTest, ConnectTimeoutAgainstABlackholeIs504) {
-  LoopPeer& client = bed_.connectClient();
-  const std::string authority = "blackhole.test:" + std::to_string(bed_.blackholePort());
-  auto start = std::chrono::steady_clock::now();
-  client.write(absoluteRequest("GET", authority, "/"));
-  std::optional<HttpMessage> response = awaitResponse(bed_, client);
-  ASSERT_TRUE(response) << client.received();
-  EXPECT_GE(since(start), kConnect - kClockSlack);
-  EXPECT_EQ(response->status, 504);
-  EXPECT_EQ(response->header("sluice-reason"), "upstream_timeout");
-  EXPECT_EQ(response->header("proxy-status"),
-            "sluice; error=connection_timeout; details=\"upstream_timeout\"");
-  std::vector<AuditLine> lines = bed_.auditLines();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0]["decision"], "deny");
-  EXPECT_EQ(lines[0]["reason"], "upstream_timeout");
-  EXPECT_EQ(lines[0]["status"], "504");
-  EXPECT_EQ(lines[0]["rule"], "blackhole");
-  EXPECT_EQ(lines[0]["addrs"], "[\"127.0.0.1\"]");
-  EXPECT_TRUE(lines[0].isNull("upstream")) << lines[0].line;
 }
 
 TEST_F(SessionTimeoutTest, LookupLongerThanIdleTimeoutIs504AndTheLookupIsCancelled) {
@@ -181,6 +161,34 @@ TEST_F(SessionTimeoutTest, ResponseBodyStalledAfterItsHeadIsCutAtIdleTimeout) {
   EXPECT_TRUE(lines[0].isNull("reason")) << lines[0].line;
   EXPECT_EQ(lines[0]["status"], "200");
   EXPECT_EQ(lines[0]["resp_bytes"], "3");
+}
+
+// connect_timeout alone: the other limits are far, so the 504 can only be its.
+TEST(SessionConnectTimeoutTest, ConnectTimeoutAgainstABlackholeIs504) {
+  SessionBed bed;
+  BedConfig config;
+  config.limits = "{handshake_timeout: 5s, idle_timeout: 10s}";
+  config.upstream = "{connect_timeout: 300ms}";
+  bed.configure(config);
+  LoopPeer& client = bed.connectClient();
+  const std::string authority = "blackhole.test:" + std::to_string(bed.blackholePort());
+  auto start = std::chrono::steady_clock::now();
+  client.write(absoluteRequest("GET", authority, "/"));
+  std::optional<HttpMessage> response = awaitResponse(bed, client);
+  ASSERT_TRUE(response) << client.received();
+  EXPECT_GE(since(start), kConnect - kClockSlack);
+  EXPECT_EQ(response->status, 504);
+  EXPECT_EQ(response->header("sluice-reason"), "upstream_timeout");
+  EXPECT_EQ(response->header("proxy-status"),
+            "sluice; error=connection_timeout; details=\"upstream_timeout\"");
+  std::vector<AuditLine> lines = bed.auditLines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["decision"], "deny");
+  EXPECT_EQ(lines[0]["reason"], "upstream_timeout");
+  EXPECT_EQ(lines[0]["status"], "504");
+  EXPECT_EQ(lines[0]["rule"], "blackhole");
+  EXPECT_EQ(lines[0]["addrs"], "[\"127.0.0.1\"]");
+  EXPECT_TRUE(lines[0].isNull("upstream")) << lines[0].line;
 }
 
 // After a denial sluice sends FIN and reads (and drops) what the client still sends, so that

@@ -28,6 +28,14 @@ class SessionTunnelTest : public ::testing::Test {
     bed_.configure(config);
   }
 
+  // connect_timeout small, the others far: a 504 within them can only be connect_timeout's.
+  void configureConnectTimeout() {
+    BedConfig config;
+    config.limits = "{handshake_timeout: 5s, idle_timeout: 10s}";
+    config.upstream = "{connect_timeout: 300ms}";
+    bed_.configure(config);
+  }
+
   std::string tlsOrigin() { return "origin.test:" + std::to_string(bed_.tlsOrigin().port()); }
 
   // CONNECT `authority`; true once sluice said the tunnel is established (taken out).
@@ -248,7 +256,7 @@ TEST_F(SessionTunnelTest, StalledTlsHandshakeIsCutAtHandshakeTimeout) {
 // The origin accepts the connection and never answers sluice's ClientHello: the upstream
 // handshake is bounded by connect_timeout, and the client gets its 504 inside the tunnel.
 TEST_F(SessionTunnelTest, StalledUpstreamTlsHandshakeIs504) {
-  configureFast();
+  configureConnectTimeout();
   LoopPeer& client = bed_.connectClient();
   const std::string authority = "tls-stall.test:" + std::to_string(bed_.origin().port());
   ASSERT_TRUE(openTunnel(client, authority, "tls-stall.test"));

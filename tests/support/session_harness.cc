@@ -117,13 +117,21 @@ std::string SessionBed::yaml(const BedConfig& config) const {
           "], ips: [127.0.0.1/32]}\n"
           "      - {name: blackhole, hosts: [blackhole.test], schemes: [http], ports: [" +
           blackhole + "], ips: [127.0.0.1/32]}\n";
+  if (config.with_secret) {
+    text += "secrets:\n"
+            "  token:\n"
+            "    file: " + dir_.write("token", "the-real-token\n") + "\n"
+            "    placeholder: " + std::string(kSecretPlaceholder) + "\n";
+  }
   return text;
 }
 
 void SessionBed::configure(const BedConfig& config) {
   auto loaded = policy::loadConfig({"session-test.yaml", yaml(config)}, {});
   ASSERT_TRUE(loaded) << loaded.error().front().toString() << "\n" << yaml(config);
-  auto built = proxy::buildGeneration(loaded.value(), proxy::SecretValues{}, nullptr,
+  auto secrets = proxy::SecretValues::load(*loaded.value());
+  ASSERT_TRUE(secrets) << secrets.error();
+  auto built = proxy::buildGeneration(loaded.value(), std::move(secrets).value(), nullptr,
                                       state_.audit, nullptr);
   ASSERT_TRUE(built) << built.error();
   state_.generation.publish(built.value());

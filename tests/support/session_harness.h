@@ -52,7 +52,13 @@ struct BedConfig {
   std::string upstream = "{connect_timeout: 2s}";  // ca_file is added
   std::string dns = "{timeout: 2s}";               // servers are added
   std::string sandbox_limits;                       // the sandbox's `limits`; "" for none
+  // A secret `token` (placeholder kSecretPlaceholder, its value in a file of the bed) that no
+  // rule injects: a request carrying the placeholder is secret_misuse, and a request body is
+  // held and scanned before anything is resolved.
+  bool with_secret = false;
 };
+
+inline constexpr std::string_view kSecretPlaceholder = "sk-sluice-token";
 
 // The names the bed's DNS server knows (all 127.0.0.1) and the rules that allow them:
 //   origin.test     http on the plain origin's port, https on the TLS origin's port

@@ -1,0 +1,30 @@
+#pragma once
+// The audit file as a test reads it back: one JSON object per line, its members by name. A small
+// reader of its own (strings unescaped, other values as their JSON text), not sluice's writer
+// run backwards.
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::test_support {
+
+struct AuditLine {
+  struct Value {
+    bool is_string = false;
+    std::string text;  // a string's content, else the JSON text: 200, null, ["127.0.0.1"]
+  };
+  std::string line;
+  std::map<std::string, Value, std::less<>> members;
+
+  // A string member's content, or the JSON text of any other value ("200", "null", "[...]");
+  // "<absent>" when there is no such member.
+  std::string operator[](std::string_view name) const;
+  bool isNull(std::string_view name) const;
+};
+
+// Every complete line of `path`, in order. A line that is not a JSON object fails the test.
+std::vector<AuditLine> readAuditLines(const std::string& path);
+
+}  // namespace sluice::test_support

@@ -1,0 +1,284 @@
+#include "tests/support/session_harness.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "policy/config_loader.h"
+#include "proxy/session/session.h"
+#include "proxy/tls/tls_context.h"
+#include "tests/support/loop_driver.h"
+#include "tests/support/transition_log.h"
+
+namespace sluice::test_support {
+
+namespace {
+
+// The worker's pool bounds for one worker (Worker's poolLimits).
+proxy::session::UpstreamPool::Limits poolLimits(const policy::Config& config) {
+  proxy::session::UpstreamPool::Limits limits;
+  limits.per_key = 16;
+  limits.per_sandbox = static_cast<std::size_t>(config.upstream.max_idle_per_sandbox);
+  limits.total = static_cast<std::size_t>(config.upstream.max_idle);
+  limits.idle = std::min(std::chrono::milliseconds(30000), config.limits.idle_timeout);
+  return limits;
+}
+
+const char* handleType(uv_handle_t* handle) { return uv_handle_type_name(handle->type); }
+
+}  // namespace
+
+SessionBed::SessionBed() {
+  // The sessions' transitions are counted (and with SLUICE_TEST_LOG=debug, their [C42] lines
+  // printed).
+  installTransitionLog();
+  EXPECT_EQ(uv_loop_init(&loop_), 0);
+  // As the worker does: what the callbacks of one round wrote to the audit file goes out after
+  // it (sessions also flush their own records before their answers).
+  uv_check_init(&loop_, &flush_audit_);
+  flush_audit_.data = this;
+  uv_check_start(&flush_audit_, [](uv_check_t* check) {
+    auto* bed = static_cast<SessionBed*>(check->data);
+    if (bed->context_.generation != nullptr) {
+      for (const auto& sink : bed->context_.generation->audit_sinks) {
+        sink->flush();
+      }
+    }
+  });
+  uv_unref(reinterpret_cast<uv_handle_t*>(&flush_audit_));
+
+  dns_ = std::make_unique<testing::FakeDnsServer>(&loop_);
+  for (const char* name : {"origin.test", "wrongname.test", "tls-stall.test", "blackhole.test"}) {
+    testing::FakeDnsServer::Zone zone;
+    zone.a = {"127.0.0.1"};
+    dns_->set(name, zone);
+  }
+
+  auto ca = certs::CertificateAuthority::create(dir_.path() + "/origin-ca", "session test origins");
+  EXPECT_TRUE(ca) << (ca ? "" : ca.error());
+  origin_ca_ = std::make_unique<certs::CertificateAuthority>(std::move(ca).value());
+  origin_leaves_ = std::make_unique<certs::LeafCache>(*origin_ca_);
+  auto leaf = origin_leaves_->get("origin.test");
+  EXPECT_TRUE(leaf) << (leaf ? "" : leaf.error());
+  origin_ = std::make_unique<OriginServer>(&loop_);
+  tls_origin_ = std::make_unique<OriginServer>(&loop_, leaf.value()->certificate.get(),
+                                               origin_leaves_->key());
+  blackhole_ = std::make_unique<Blackhole>();
+
+  listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  EXPECT_EQ(::listen(listener_, 64), 0);
+  socklen_t length = sizeof address;
+  ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
+  listen_port_ = ntohs(address.sin_port);
+
+  state_.sandbox_tls = proxy::tls::makeServerContext();
+  audit_path_ = dir_.path() + "/audit.jsonl";
+}
+
+std::string SessionBed::yaml(const BedConfig& config) const {
+  const std::string plain = std::to_string(origin_->port());
+  const std::string tls = std::to_string(tls_origin_->port());
+  const std::string blackhole = std::to_string(blackhole_->port());
+  std::string upstream = config.upstream;
+  upstream.insert(upstream.find('{') + 1, "ca_file: " + origin_ca_->certificatePath() + ", ");
+  std::string dns = config.dns;
+  dns.insert(dns.find('{') + 1, "servers: [\"" + dns_->address() + "\"], ");
+  std::string text = "version: 1\n"
+                     "audit: {path: " + audit_path_ + "}\n"
+                     "dns: " + dns + "\n"
+                     "upstream: " + upstream + "\n"
+                     "limits: " + config.limits + "\n"
+                     "sandboxes:\n"
+                     "  - name: " + std::string(kSandbox) + "\n"
+                     "    listen: 127.0.0.1:" + std::to_string(listen_port_) + "\n"
+                     "    ca: " + dir_.path() + "/sandbox-ca\n"
+                     "    policy: p\n";
+  if (!config.sandbox_limits.empty()) {
+    text += "    limits: " + config.sandbox_limits + "\n";
+  }
+  text += "policies:\n"
+          "  p:\n"
+          "    rules:\n"
+          "      - {name: plain, hosts: [origin.test], schemes: [http], ports: [" + plain +
+          "], ips: [127.0.0.1/32]}\n"
+          "      - {name: tls, hosts: [origin.test], ports: [" + tls +
+          "], ips: [127.0.0.1/32]}\n"
+          "      - {name: wrongname, hosts: [wrongname.test], ports: [" + tls +
+          "], ips: [127.0.0.1/32]}\n"
+          "      - {name: tls-stall, hosts: [tls-stall.test], ports: [" + plain +
+          "], ips: [127.0.0.1/32]}\n"
+          "      - {name: blackhole, hosts: [blackhole.test], schemes: [http], ports: [" +
+          blackhole + "], ips: [127.0.0.1/32]}\n";
+  if (config.with_secret) {
+    text += "secrets:\n"
+            "  token:\n"
+            "    file: " + dir_.write("token", "the-real-token\n") + "\n"
+            "    placeholder: " + std::string(kSecretPlaceholder) + "\n";
+  }
+  return text;
+}
+
+void SessionBed::configure(const BedConfig& config) {
+  auto loaded = policy::loadConfig({"session-test.yaml", yaml(config)}, {});
+  ASSERT_TRUE(loaded) << loaded.error().front().toString() << "\n" << yaml(config);
+  auto secrets = proxy::SecretValues::load(*loaded.value());
+  ASSERT_TRUE(secrets) << secrets.error();
+  auto built = proxy::buildGeneration(loaded.value(), std::move(secrets).value(), nullptr,
+                                      state_.audit, nullptr);
+  ASSERT_TRUE(built) << built.error();
+  state_.generation.publish(built.value());
+  context_.generation = built.value();
+  const policy::Config& c = *built.value()->config;
+  resolver_ = std::make_unique<proxy::dns::Resolver>(&loop_, c.dns);
+  pool_ = std::make_unique<proxy::session::UpstreamPool>(&loop_, poolLimits(c));
+  context_.worker = 0;
+  context_.loop = &loop_;
+  context_.state = &state_;
+  context_.resolver = resolver_.get();
+  context_.pool = pool_.get();
+}
+
+LoopPeer& SessionBed::connectClient() {
+  EXPECT_NE(pool_, nullptr) << "configure() the bed first";
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(listen_port_);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // Blocking: on loopback the handshake completes in the call, and the listener has room.
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  int accepted = ::accept4(listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  EXPECT_GE(accepted, 0);
+  clients_.push_back(std::make_unique<LoopPeer>(&loop_));
+  EXPECT_EQ(clients_.back()->open(fd), 0);
+  // The loop's clock, as a worker's is when its accept callback runs: the session's deadlines
+  // count from it.
+  uv_update_time(&loop_);
+  startSession(*this, accepted);
+  return *clients_.back();
+}
+
+bool SessionBed::runUntil(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  return runLoopUntil(&loop_, done, limit);
+}
+
+void SessionBed::runFor(std::chrono::milliseconds span) {
+  runLoopUntil(
+      &loop_, [] { return false; }, span);
+}
+
+bool SessionBed::allSessionsFinished(std::chrono::milliseconds limit) {
+  return runUntil([this] { return sessions_.empty(); }, limit);
+}
+
+void SessionBed::abortSessions() {
+  std::vector<const void*> live;
+  for (const auto& [key, session] : sessions_) {
+    live.push_back(key);
+  }
+  for (const void* key : live) {
+    if (auto it = sessions_.find(key); it != sessions_.end()) {
+      it->second.abort();
+    }
+  }
+}
+
+void SessionBed::keep(const void* key, std::shared_ptr<void> owner, std::function<void()> abort) {
+  sessions_.emplace(key, Live{std::move(owner), std::move(abort)});
+}
+
+void SessionBed::finished(const void* key) {
+  auto it = sessions_.find(key);
+  ASSERT_NE(it, sessions_.end()) << "a session finished twice, or one the bed never kept";
+  Live ending = std::move(it->second);
+  sessions_.erase(it);
+  ++finished_;
+  // `ending` goes here, deleting the session inside its last close callback, as the worker's
+  // sessionFinished() does.
+}
+
+SessionBed::~SessionBed() {
+  abortSessions();
+  EXPECT_TRUE(allSessionsFinished()) << sessions_.size() << " session(s) never finished";
+  for (auto& client : clients_) {
+    client->close();
+  }
+  origin_->close();
+  tls_origin_->close();
+  dns_->close();
+  if (pool_) {
+    pool_->close(nullptr);
+  }
+  if (resolver_) {
+    resolver_->close(nullptr);
+  }
+  uv_close(reinterpret_cast<uv_handle_t*>(&flush_audit_), nullptr);
+  // Run the loop dry, within a bound: a handle left active would otherwise hang the test.
+  bool expired = false;
+  uv_timer_t guard;
+  uv_timer_init(&loop_, &guard);
+  guard.data = &expired;
+  uv_timer_start(
+      &guard, [](uv_timer_t* t) { *static_cast<bool*>(t->data) = true; }, 5000, 0);
+  uv_unref(reinterpret_cast<uv_handle_t*>(&guard));
+  while (uv_loop_alive(&loop_) != 0 && !expired) {
+    uv_run(&loop_, UV_RUN_ONCE);
+  }
+  uv_close(reinterpret_cast<uv_handle_t*>(&guard), nullptr);
+  uv_run(&loop_, UV_RUN_NOWAIT);
+  int rc = uv_loop_close(&loop_);
+  if (rc != 0) {
+    std::string open;
+    uv_walk(
+        &loop_,
+        [](uv_handle_t* handle, void* arg) {
+          static_cast<std::string*>(arg)->append(std::string(" ") + handleType(handle));
+        },
+        &open);
+    ADD_FAILURE() << "handles left open on the loop:" << open;
+  }
+  EXPECT_EQ(state_.open_connections.load(), 0u) << "a session was never deleted";
+  ::close(listener_);
+  clients_.clear();  // their handles are closed and freed
+}
+
+// The one function that names the session's classes (see the header).
+void startSession(SessionBed& bed, int fd, std::string_view sandbox_name) {
+  using proxy::session::Session;
+  proxy::session::WorkerContext& context = bed.context();
+  context.finished = [&bed](Session* finished) { bed.finished(finished); };
+  // A copy: what the session is made with must not change under it (Worker::serve).
+  const std::shared_ptr<const proxy::Generation> generation = context.currentGeneration();
+  const proxy::SandboxView* view = generation->find(sandbox_name);
+  if (view == nullptr) {
+    ::close(fd);
+    ADD_FAILURE() << "no sandbox " << sandbox_name;
+    return;
+  }
+  const std::uint64_t id = bed.state().next_connection_id.fetch_add(1);
+  auto owned = std::make_shared<Session>(context, generation, *view, id,
+                                         Session::Listener::Explicit);
+  Session* session = owned.get();
+  bed.keep(session, std::move(owned), [session] { session->abort(); });
+  const auto& sandbox_max = view->sandbox->limits.max_connections;
+  const Session::OpenCount open = session->openedAs();
+  const bool over_global = open.gateway > generation->config->limits.max_connections;
+  const bool over_sandbox =
+      sandbox_max && static_cast<std::uint64_t>(open.sandbox) > *sandbox_max;
+  if (!session->start(fd)) {
+    return;
+  }
+  if (over_global || over_sandbox) {
+    session->refuseConnection(policy::Reason::TooManyConnections, !over_global);
+  }
+}
+
+}  // namespace sluice::test_support

@@ -1,0 +1,154 @@
+#pragma once
+// A session on a real libuv loop, in-process, with every peer under the test's control: the
+// harness for the session's unit tests (tests/unit/proxy/session/).
+//
+// SessionBed holds what a worker lends its sessions (session/worker_context.h): the loop, a
+// real GatewayState (sandbox TLS context, audit log, counters), a dns::Resolver whose only
+// server is an in-process FakeDnsServer, a real UpstreamPool, and a real Generation built by
+// buildGeneration() from YAML. Around it: an origin (plain) and an origin (TLS, its certificate
+// from a CA made with certs/ in the bed's TempDir, which upstream.ca_file names), a port that
+// never answers a connect, and a listening socket that clients connect to.
+//
+// startSession() below is the one function that knows the session's classes: it makes the
+// session for an accepted socket (as Worker::serve does) and keeps it until it reports itself
+// finished. When proxy/session changes shape, it is the one function to change; the tests only
+// see sockets, the audit file, the pool and the counters.
+//
+// Everything runs on the test's thread: a test writes to a peer, then runs the loop until an
+// event it waits for (runUntil), never for a length of time it hopes is enough. The destructor
+// aborts what is left, closes every handle, runs the loop dry and checks uv_loop_close() == 0.
+
+#include <uv.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "certs/ca.h"
+#include "certs/leaf_cache.h"
+#include "proxy/dns/resolver.h"
+#include "proxy/gateway_state.h"
+#include "proxy/generation.h"
+#include "proxy/session/upstream_pool.h"
+#include "proxy/session/worker_context.h"
+#include "tests/support/audit_lines.h"
+#include "tests/support/fake_dns_server.h"
+#include "tests/support/loop_peer.h"
+#include "tests/support/temp_dir.h"
+
+namespace sluice::test_support {
+
+using namespace std::chrono_literals;
+
+// The parts of the configuration a test sets; the rest (sandbox "sb", its CA, the audit file,
+// the DNS server, the rules for the bed's origins) the bed writes itself.
+struct BedConfig {
+  std::string limits = "{handshake_timeout: 2s, idle_timeout: 5s}";
+  std::string upstream = "{connect_timeout: 2s}";  // ca_file is added
+  std::string dns = "{timeout: 2s}";               // servers are added
+  std::string sandbox_limits;                       // the sandbox's `limits`; "" for none
+  // A secret `token` (placeholder kSecretPlaceholder, its value in a file of the bed) that no
+  // rule injects: a request carrying the placeholder is secret_misuse, and a request body is
+  // held and scanned before anything is resolved.
+  bool with_secret = false;
+};
+
+inline constexpr std::string_view kSecretPlaceholder = "sk-sluice-token";
+
+// The names the bed's DNS server knows (all 127.0.0.1) and the rules that allow them:
+//   origin.test     http on the plain origin's port, https on the TLS origin's port
+//   wrongname.test  https on the TLS origin's port (whose certificate names origin.test)
+//   tls-stall.test  https on the plain origin's port (which never answers a ClientHello)
+//   blackhole.test  http on the blackhole's port
+// Every rule has ips [127.0.0.1/32]. Any other name is NXDOMAIN and not in the policy.
+inline constexpr std::string_view kSandbox = "sb";
+
+class SessionBed {
+ public:
+  SessionBed();
+  ~SessionBed();
+  SessionBed(const SessionBed&) = delete;
+  SessionBed& operator=(const SessionBed&) = delete;
+
+  // Builds the generation, the resolver and the pool. Once, before the first client.
+  void configure(const BedConfig& config = {});
+
+  // A client connected to the gateway's listening socket; the accepted end is handed to
+  // startSession(). The client is the bed's (it lives until the bed ends).
+  LoopPeer& connectClient();
+
+  // Runs the loop until `done` holds; false if `limit` passed first (a safety net: tests wait
+  // for events).
+  bool runUntil(const std::function<bool()>& done, std::chrono::milliseconds limit = 5s);
+  // Runs the loop for `span`: for a test that something does not happen meanwhile.
+  void runFor(std::chrono::milliseconds span);
+
+  // Sessions started and not yet finished (every handle closed, and deleted).
+  std::size_t liveSessions() const { return sessions_.size(); }
+  std::size_t finishedSessions() const { return finished_; }
+  // Waits until every session has finished.
+  bool allSessionsFinished(std::chrono::milliseconds limit = 5s);
+  // What the worker does at shutdown: every live session is aborted.
+  void abortSessions();
+
+  std::vector<AuditLine> auditLines() const { return readAuditLines(audit_path_); }
+
+  uv_loop_t* loop() { return &loop_; }
+  testing::FakeDnsServer& dns() { return *dns_; }
+  OriginServer& origin() { return *origin_; }
+  OriginServer& tlsOrigin() { return *tls_origin_; }
+  std::uint16_t blackholePort() const { return blackhole_->port(); }
+  proxy::session::UpstreamPool& pool() { return *pool_; }
+  proxy::GatewayState& state() { return state_; }
+  // The sandbox's CA certificate, for a client that terminates TLS at sluice.
+  std::string sandboxCaFile() const { return dir_.path() + "/sandbox-ca/ca.pem"; }
+  const std::string& dir() const { return dir_.path(); }
+
+  // --- for startSession() ---
+  proxy::session::WorkerContext& context() { return context_; }
+  // Keeps a started session until finished(key) (`abort` ends it early: abortSessions()).
+  void keep(const void* key, std::shared_ptr<void> owner, std::function<void()> abort);
+  // Called by the session's WorkerContext::finished; the session is deleted here, as the
+  // worker deletes it.
+  void finished(const void* key);
+
+ private:
+  struct Live {
+    std::shared_ptr<void> owner;
+    std::function<void()> abort;
+  };
+  std::string yaml(const BedConfig& config) const;
+
+  TempDir dir_;
+  uv_loop_t loop_{};
+  uv_check_t flush_audit_{};
+  std::unique_ptr<testing::FakeDnsServer> dns_;
+  std::unique_ptr<certs::CertificateAuthority> origin_ca_;
+  std::unique_ptr<certs::LeafCache> origin_leaves_;
+  std::unique_ptr<OriginServer> origin_;
+  std::unique_ptr<OriginServer> tls_origin_;
+  std::unique_ptr<Blackhole> blackhole_;
+  int listener_ = -1;  // where clients connect: a plain socket, accepted by connectClient()
+  std::uint16_t listen_port_ = 0;
+  proxy::GatewayState state_;
+  std::unique_ptr<proxy::dns::Resolver> resolver_;
+  std::unique_ptr<proxy::session::UpstreamPool> pool_;
+  proxy::session::WorkerContext context_;
+  std::string audit_path_;
+  std::vector<std::unique_ptr<LoopPeer>> clients_;
+  std::unordered_map<const void*, Live> sessions_;
+  std::size_t finished_ = 0;
+};
+
+// Makes the session for the accepted connection `fd` on the explicit-proxy listener of sandbox
+// `sandbox`, starts it, and gives it to `bed` to keep: what Worker::serve does for a connection
+// it takes, limits.max_connections included (over a sandbox's limit the session refuses the
+// connection with its 503; over the process-wide one it closes it). Ownership of `fd` passes.
+void startSession(SessionBed& bed, int fd, std::string_view sandbox = kSandbox);
+
+}  // namespace sluice::test_support

@@ -1,13 +1,15 @@
 #include "certs/x509_util.h"
 
-#include <array>
 #include <cstddef>
 #include <memory>
+#include <span>
 
 #include <openssl/asn1.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
+
+#include "base/ip_text.h"
 
 namespace sluice::certs {
 
@@ -15,8 +17,6 @@ namespace {
 
 constexpr std::size_t kMaxNameLength = 253;
 constexpr std::size_t kMaxLabelLength = 63;
-// "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255" is the longest IP text OpenSSL parses.
-constexpr std::size_t kMaxIpTextLength = 45;
 
 struct BignumFree {
   void operator()(BIGNUM* b) const { BN_free(b); }
@@ -28,82 +28,6 @@ struct OctetStringFree {
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isLowerAlnum(char c) { return isDigit(c) || (c >= 'a' && c <= 'z'); }
 bool isLowerHex(char c) { return isDigit(c) || (c >= 'a' && c <= 'f'); }
-
-void appendDecimal(std::string& out, unsigned value) { out += std::to_string(value); }
-
-void appendQuad(std::string& out, const unsigned char* bytes) {
-  for (int i = 0; i < 4; ++i) {
-    if (i > 0) {
-      out += '.';
-    }
-    appendDecimal(out, bytes[i]);
-  }
-}
-
-void appendHexGroup(std::string& out, unsigned group) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  bool started = false;
-  for (int shift = 12; shift >= 0; shift -= 4) {
-    unsigned digit = (group >> shift) & 0xfu;
-    if (digit != 0 || started || shift == 0) {
-      out += kDigits[digit];
-      started = true;
-    }
-  }
-}
-
-// The one text policy::IpAddress::format writes for these octets: a dotted quad; or RFC 5952
-// (lower case, no leading zeros, the longest run of two or more zero groups compressed, the
-// first on a tie), with the IPv4-mapped block written as "::ffff:a.b.c.d" (RFC 5952 §5).
-std::string canonicalIpText(const unsigned char* bytes, int length) {
-  std::string out;
-  if (length == 4) {
-    appendQuad(out, bytes);
-    return out;
-  }
-  bool mapped = bytes[10] == 0xff && bytes[11] == 0xff;
-  for (int i = 0; i < 10 && mapped; ++i) {
-    mapped = bytes[i] == 0;
-  }
-  if (mapped) {
-    out = "::ffff:";
-    appendQuad(out, bytes + 12);
-    return out;
-  }
-  std::array<unsigned, 8> groups{};
-  for (std::size_t g = 0; g < 8; ++g) {
-    groups[g] = (unsigned{bytes[2 * g]} << 8) | bytes[2 * g + 1];
-  }
-  int best_start = -1;
-  int best_length = 1;
-  for (int g = 0; g < 8;) {
-    if (groups[static_cast<std::size_t>(g)] != 0) {
-      ++g;
-      continue;
-    }
-    int end = g;
-    while (end < 8 && groups[static_cast<std::size_t>(end)] == 0) {
-      ++end;
-    }
-    if (end - g > best_length) {
-      best_start = g;
-      best_length = end - g;
-    }
-    g = end;
-  }
-  for (int g = 0; g < 8; ++g) {
-    if (g == best_start) {
-      out += "::";
-      g += best_length - 1;
-      continue;
-    }
-    if (!out.empty() && out.back() != ':') {
-      out += ':';
-    }
-    appendHexGroup(out, groups[static_cast<std::size_t>(g)]);
-  }
-  return out;
-}
 
 // Parses with OpenSSL's own parser (the one X509_VERIFY_PARAM_set1_ip_asc uses, so the
 // verifier and this check agree on the octets) and accepts the text only when it is the
@@ -121,7 +45,13 @@ bool isCanonicalIp(std::string_view host, int expected_length) {
   if (!octets || ASN1_STRING_length(octets.get()) != expected_length) {
     return false;
   }
-  return canonicalIpText(ASN1_STRING_get0_data(octets.get()), expected_length) == host;
+  // The one canonical spelling (base/ip_text.h), the one policy::IpAddress writes too.
+  char canonical[kMaxIpTextLength + 1];
+  const std::size_t length = writeIpText(
+      std::span<const std::uint8_t>(ASN1_STRING_get0_data(octets.get()),
+                                    static_cast<std::size_t>(expected_length)),
+      canonical);
+  return std::string_view(canonical, length) == host;
 }
 
 bool isCanonicalDnsName(std::string_view host) {

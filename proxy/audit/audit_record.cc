@@ -5,7 +5,7 @@
 #include <ctime>
 #include <utility>
 
-#include "proxy/json_writer.h"
+#include "base/json_writer.h"
 
 namespace sluice::proxy::audit {
 

@@ -15,7 +15,7 @@
 #include "proxy/cli/cli.h"
 #include "proxy/cli/flags.h"
 #include "proxy/config_files.h"
-#include "proxy/json_writer.h"
+#include "base/json_writer.h"
 
 namespace sluice::cli {
 
@@ -98,7 +98,7 @@ Decision explain(const Query& q) {
 }
 
 void writeResult(std::string& out, const Query& q, const Decision& d) {
-  proxy::JsonWriter json(out);
+  JsonWriter json(out);
   json.beginObject();
   json.field("decision", policy::toString(d.verdict));
   json.fieldOrNull("rule", d.rule != nullptr ? std::string_view(d.rule->name) : "");

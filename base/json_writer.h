@@ -1,7 +1,7 @@
 #pragma once
-// Compact JSON, written into a reusable buffer: `sluice explain` output now, audit records
-// later (where the buffer is kept per worker, so writing a record allocates nothing once the
-// buffer has grown). Keys come out in the order written.
+// Compact JSON, written into a reusable buffer: audit records (the buffer is kept, so writing
+// a record allocates nothing once it has grown), `sluice explain` output and the load
+// generator's report. Keys come out in the order written.
 //
 // Strings may hold anything a sandbox sent. Valid UTF-8 passes through; control characters,
 // '"' and '\' are escaped; a byte that is not part of valid UTF-8 is written as \u00XX (its
@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace sluice::proxy {
+namespace sluice {
 
 void appendJsonString(std::string& out, std::string_view text);
 
@@ -58,4 +58,4 @@ class JsonWriter {
   bool need_comma_ = false;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice

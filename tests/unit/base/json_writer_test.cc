@@ -1,9 +1,9 @@
 // JSON out of hostile bytes: always valid JSON, nothing lost.
-#include "proxy/json_writer.h"
+#include "base/json_writer.h"
 
 #include <gtest/gtest.h>
 
-namespace sluice::proxy {
+namespace sluice {
 namespace {
 
 std::string quoted(std::string_view text) {
@@ -45,4 +45,4 @@ TEST(JsonWriter, WritesCommasWhereTheyBelong) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice

@@ -1,8 +1,8 @@
-#include "proxy/json_writer.h"
+#include "base/json_writer.h"
 
 #include <charconv>
 
-namespace sluice::proxy {
+namespace sluice {
 
 namespace {
 
@@ -172,4 +172,4 @@ JsonWriter& JsonWriter::null() {
   return *this;
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice

@@ -10,6 +10,7 @@
 #include <openssl/x509v3.h>
 
 #include "base/ip_text.h"
+#include "certs/openssl_ptr.h"
 
 namespace sluice::certs {
 
@@ -17,13 +18,6 @@ namespace {
 
 constexpr std::size_t kMaxNameLength = 253;
 constexpr std::size_t kMaxLabelLength = 63;
-
-struct BignumFree {
-  void operator()(BIGNUM* b) const { BN_free(b); }
-};
-struct OctetStringFree {
-  void operator()(ASN1_OCTET_STRING* s) const { ASN1_OCTET_STRING_free(s); }
-};
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isLowerAlnum(char c) { return isDigit(c) || (c >= 'a' && c <= 'z'); }
@@ -40,7 +34,7 @@ bool isCanonicalIp(std::string_view host, int expected_length) {
   host.copy(text, host.size());  // NUL-terminated; `host` holds no NUL (checked by callers)
   // A parse failure may queue errors that are no failure of ours: drop exactly those.
   ERR_set_mark();
-  std::unique_ptr<ASN1_OCTET_STRING, OctetStringFree> octets(a2i_IPADDRESS(text));
+  Asn1OctetStringPtr octets(a2i_IPADDRESS(text));
   ERR_pop_to_mark();
   if (!octets || ASN1_STRING_length(octets.get()) != expected_length) {
     return false;
@@ -86,7 +80,7 @@ bool isCanonicalDnsName(std::string_view host) {
 }  // namespace
 
 bool setRandomSerial(X509* cert) {
-  std::unique_ptr<BIGNUM, BignumFree> serial(BN_new());
+  BignumPtr serial(BN_new());
   if (!serial) {
     return false;
   }
@@ -117,19 +111,6 @@ std::optional<HostKind> certificateHostKind(std::string_view host) {
     return isCanonicalIp(host, 4) ? std::optional(HostKind::Ipv4) : std::nullopt;
   }
   return isCanonicalDnsName(host) ? std::optional(HostKind::DnsName) : std::nullopt;
-}
-
-std::string drainOpensslErrors() {
-  std::string text;
-  while (unsigned long code = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof buf);
-    if (!text.empty()) {
-      text += "; ";
-    }
-    text += buf;
-  }
-  return text.empty() ? "no OpenSSL error reported" : text;
 }
 
 }  // namespace sluice::certs

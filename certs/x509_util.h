@@ -39,9 +39,4 @@ enum class HostKind : std::uint8_t {
 //            base/ip_text.h writes it (and so policy::IpAddress::format).
 std::optional<HostKind> certificateHostKind(std::string_view host);
 
-// Drains the thread's OpenSSL error queue into one line ("...; ..."), or a fixed text when it
-// was empty. Draining matters beyond the message: the queue is per thread, and a stale entry
-// would later be misread by SSL_get_error() on some unrelated connection.
-std::string drainOpensslErrors();
-
 }  // namespace sluice::certs

@@ -12,13 +12,11 @@
 #include <openssl/ssl.h>
 
 #include "base/result.h"
+#include "certs/openssl_ptr.h"
 
 namespace sluice::proxy::tls {
 
-struct SslCtxFree {
-  void operator()(SSL_CTX* ctx) const { SSL_CTX_free(ctx); }
-};
-using SslCtxPtr = std::unique_ptr<SSL_CTX, SslCtxFree>;
+using certs::SslCtxPtr;
 
 // The only application protocol sluice speaks on either side (BYPASSES S8, T2: it never
 // offers or accepts h2, so every request goes through the HTTP/1.1 parser and its checks).

@@ -20,6 +20,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "certs/openssl_ptr.h"
 #include "policy/host_name.h"
 
 namespace sluice::proxy::tls {
@@ -244,14 +245,8 @@ HelloSpec specOf(const Bytes& genuine) {
 // ---------------------------------------------------------------------------------------------
 // OpenSSL on both ends, on memory BIOs.
 
-struct SslCtxFree {
-  void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
-};
-struct SslFree {
-  void operator()(SSL* s) const { SSL_free(s); }
-};
-using SslCtxPtr = std::unique_ptr<SSL_CTX, SslCtxFree>;
-using SslPtr = std::unique_ptr<SSL, SslFree>;
+using certs::SslCtxPtr;
+using certs::SslPtr;
 
 Bytes drain(BIO* b) {
   Bytes out(BIO_ctrl_pending(b));

@@ -18,6 +18,7 @@
 
 #include "certs/ca.h"
 #include "certs/leaf_cache.h"
+#include "certs/openssl_ptr.h"
 #include "tests/support/temp_dir.h"
 
 namespace sluice::proxy::tls {
@@ -25,10 +26,7 @@ namespace {
 
 using test_support::TempDir;
 
-struct SslFree {
-  void operator()(SSL* ssl) const { SSL_free(ssl); }
-};
-using SslPtr = std::unique_ptr<SSL, SslFree>;
+using certs::SslPtr;
 
 // A CA, a leaf for "pkg.test", and the CA's path for an upstream context to trust.
 struct Pki {

@@ -13,6 +13,7 @@
 
 #include "certs/ca.h"
 #include "certs/leaf_cache.h"
+#include "certs/openssl_ptr.h"
 #include "proxy/tls/tls_context.h"
 #include "proxy/tls/tls_session.h"
 #include "tests/support/temp_dir.h"
@@ -26,9 +27,7 @@ constexpr std::uint64_t kAllowance = TlsSession::kPostHandshakeAllowance;
 // A TLS 1.3 KeyUpdate record: 5 bytes of header, 5 of message, 1 of content type, 16 of tag.
 constexpr std::size_t kKeyUpdateRecord = 27;
 
-struct SslFree {
-  void operator()(SSL* s) const { SSL_free(s); }
-};
+using certs::SslPtr;
 
 // The test's own CA, a leaf for pkg.test, and the contexts of both ends.
 struct Pki {
@@ -146,7 +145,7 @@ class RawPeer {
     }
   }
 
-  std::unique_ptr<SSL, SslFree> ssl_;
+  SslPtr ssl_;
   BIO* in_ = nullptr;   // owned by ssl_
   BIO* out_ = nullptr;  // owned by ssl_
 };

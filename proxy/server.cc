@@ -70,7 +70,7 @@ Result<ListenSet, std::string> bindListeners(const policy::Config& config,
         continue;
       }
       auto socket = same != previous.end() ? (*same)->socket.duplicate()
-                                           : io::BoundSocket::bind(*endpoint, 1024);
+                                           : net::BoundSocket::bind(*endpoint, 1024);
       if (!socket) {
         return Err{"sandbox '" + sandbox.name + (transparent ? "' transparent " : "' listen ") +
                    socket.error()};

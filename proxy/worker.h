@@ -32,6 +32,7 @@
 #include "proxy/gateway_state.h"
 #include "proxy/generation.h"
 #include "proxy/io/tcp_listener.h"
+#include "proxy/net/bound_socket.h"
 
 namespace sluice::proxy {
 
@@ -50,7 +51,7 @@ struct WorkerContext;
 // workers; the socket closes with the last of them, so a listener of a removed sandbox stops
 // taking connections once every worker has adopted the generation without it.
 struct ListenSocket {
-  io::BoundSocket socket;
+  net::BoundSocket socket;
   std::string sandbox;
   bool transparent = false;
 };

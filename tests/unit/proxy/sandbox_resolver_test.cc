@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -827,6 +828,27 @@ TEST_F(SandboxResolverTest, Ipv6Endpoint) {
   auto r = decode(*reply);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->addresses, std::vector<policy::IpAddress>{ip("10.200.0.1")});
+}
+
+// "[::]" is dual-stack, as the gateway's listeners are (both bound by net::bindSocket): an IPv4
+// client of a resolver on the IPv6 wildcard gets its answer. policy::Endpoint::overlaps already
+// counts "[::]:53" as taking every IPv4 address's port 53, so no other sandbox can have one.
+TEST_F(SandboxResolverTest, V6WildcardServesIpv4ClientsAsTheListenersDo) {
+  std::ifstream sysctl("/proc/sys/net/ipv6/bindv6only");
+  int v6only = 0;
+  if (sysctl >> v6only && v6only != 0) {
+    GTEST_SKIP() << "net.ipv6.bindv6only=1: [::] is IPv6-only for every socket here";
+  }
+  resolver_ = std::make_unique<SandboxResolver>(&loop_, policy::Endpoint{ip("::"), 0}, bedPolicy);
+  auto started = resolver_->start();
+  if (!started.ok()) {
+    GTEST_SKIP() << "no IPv6 here: " << started.error();
+  }
+  std::optional<Reply> reply;
+  const std::uint16_t port = resolver_->endpoint().port;
+  withClient([&] { reply = UdpClient(port).ask(makeQuery(72, "allowed.test", kDnsTypeA)); });
+  ASSERT_TRUE(reply) << "no answer over IPv4";
+  EXPECT_EQ(reply->addresses, std::vector<policy::IpAddress>{ip("10.200.0.1")});
 }
 
 TEST_F(SandboxResolverTest, CloseWithoutStart) {

@@ -36,7 +36,8 @@ class TcpListenerTest : public ::testing::Test {
     uv_check_start(&iterations_,
                    [](uv_check_t* check) { ++*static_cast<std::uint64_t*>(check->data); });
     uv_unref(reinterpret_cast<uv_handle_t*>(&iterations_));
-    auto bound = BoundSocket::bind(policy::Endpoint{policy::IpAddress::fromV4(0x7f000001), 0}, 64);
+    auto bound =
+        net::BoundSocket::bind(policy::Endpoint{policy::IpAddress::fromV4(0x7f000001), 0}, 64);
     EXPECT_TRUE(bound) << bound.error();
     socket_.emplace(std::move(bound).value());
     listener_ = std::make_unique<TcpListener>(&loop_, [this](int fd) { accepted_.push_back(fd); });
@@ -69,7 +70,7 @@ class TcpListenerTest : public ::testing::Test {
   uv_loop_t loop_{};
   uv_check_t iterations_{};
   std::uint64_t count_ = 0;
-  std::optional<BoundSocket> socket_;
+  std::optional<net::BoundSocket> socket_;
   std::unique_ptr<TcpListener> listener_;
   std::vector<int> accepted_;
 };

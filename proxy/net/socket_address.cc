@@ -1,11 +1,11 @@
-#include "proxy/io/socket_address.h"
+#include "proxy/net/socket_address.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <cstring>
 
-namespace sluice::proxy::io {
+namespace sluice::proxy::net {
 
 socklen_t toSockaddr(const policy::Endpoint& endpoint, sockaddr_storage* out) {
   std::memset(out, 0, sizeof(*out));
@@ -44,6 +44,15 @@ std::optional<policy::Endpoint> fromSockaddr(const sockaddr* address) {
   return std::nullopt;
 }
 
+std::optional<policy::Endpoint> localEndpoint(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    return std::nullopt;
+  }
+  return fromSockaddr(reinterpret_cast<const sockaddr*>(&address));
+}
+
 std::optional<policy::Endpoint> originalDestination(int fd) {
   // From <linux/netfilter_ipv4.h> and <linux/netfilter_ipv6/ip6_tables.h>, whose C headers do
   // not mix well with C++: both options are number 80.
@@ -63,4 +72,4 @@ std::optional<policy::Endpoint> originalDestination(int fd) {
   return std::nullopt;
 }
 
-}  // namespace sluice::proxy::io
+}  // namespace sluice::proxy::net

@@ -9,12 +9,14 @@
 
 #include "policy/ip_address.h"
 
-namespace sluice::proxy::io {
+namespace sluice::proxy::net {
 
 // Returns the length of the sockaddr written into `out`.
 socklen_t toSockaddr(const policy::Endpoint& endpoint, sockaddr_storage* out);
 // An IPv4-mapped IPv6 address (a dual-stack socket's IPv4 peer) comes back as IPv4.
 std::optional<policy::Endpoint> fromSockaddr(const sockaddr* address);
+// The address a socket is bound to (getsockname): with port 0, the port the kernel chose.
+std::optional<policy::Endpoint> localEndpoint(int fd);
 
 // Where a connection redirected by nftables/iptables (REDIRECT or DNAT) was going: the
 // conntrack entry's original destination (SO_ORIGINAL_DST, or its IPv6 form). Only readable in
@@ -22,4 +24,4 @@ std::optional<policy::Endpoint> fromSockaddr(const sockaddr* address);
 // sluice logs it and may compare it with its own answers, and never connects to it.
 std::optional<policy::Endpoint> originalDestination(int fd);
 
-}  // namespace sluice::proxy::io
+}  // namespace sluice::proxy::net

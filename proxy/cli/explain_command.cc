@@ -14,7 +14,7 @@
 #include "policy/decision.h"
 #include "proxy/cli/cli.h"
 #include "proxy/cli/flags.h"
-#include "proxy/config_files.h"
+#include "proxy/config/config_files.h"
 #include "base/json_writer.h"
 
 namespace sluice::cli {

@@ -9,7 +9,7 @@
 #include <cstdio>
 
 #include "proxy/cli/cli.h"
-#include "proxy/version.h"
+#include "base/version.h"
 
 namespace sluice::cli {
 

@@ -225,7 +225,8 @@ policy::Endpoint TcpStream::peer() const {
   if (uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     return {};
   }
-  return net::fromSockaddr(reinterpret_cast<const sockaddr*>(&address)).value_or(policy::Endpoint{});
+  return net::fromSockaddr(reinterpret_cast<const sockaddr*>(&address))
+      .value_or(policy::Endpoint{});
 }
 
 std::optional<policy::Endpoint> TcpStream::originalDestination() const {
@@ -242,7 +243,8 @@ policy::Endpoint TcpStream::local() const {
   if (uv_tcp_getsockname(&tcp_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     return {};
   }
-  return net::fromSockaddr(reinterpret_cast<const sockaddr*>(&address)).value_or(policy::Endpoint{});
+  return net::fromSockaddr(reinterpret_cast<const sockaddr*>(&address))
+      .value_or(policy::Endpoint{});
 }
 
 }  // namespace sluice::proxy::io

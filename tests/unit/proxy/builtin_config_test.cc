@@ -1,12 +1,12 @@
 // The built-in default (SPEC §3.6) is examples/package-mirrors.yaml compiled in.
-#include "proxy/builtin_config.h"
+#include "proxy/config/builtin_config.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "proxy/config_files.h"
+#include "proxy/config/config_files.h"
 
 namespace sluice::proxy {
 namespace {

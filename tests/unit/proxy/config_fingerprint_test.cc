@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <string>
 
-#include "proxy/config_files.h"
-#include "proxy/config_fingerprint.h"
+#include "proxy/config/config_files.h"
+#include "proxy/config/config_fingerprint.h"
 #include "tests/support/temp_dir.h"
 
 namespace sluice::proxy {

@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <string>
 
-#include "proxy/config_watch.h"
-#include "proxy/config_fingerprint.h"
+#include "proxy/config/config_watch.h"
+#include "proxy/config/config_fingerprint.h"
 #include "tests/support/temp_dir.h"
 
 namespace sluice::proxy {

@@ -9,7 +9,7 @@
 
 #include "certs/ca.h"
 #include "policy/config_loader.h"
-#include "proxy/generation.h"
+#include "proxy/runtime/generation.h"
 #include "tests/support/temp_dir.h"
 
 namespace sluice::proxy {

@@ -1,7 +1,7 @@
 // PublishedGeneration: a worker's held generation is replaced by the published one as soon as
 // the main thread publishes, whichever worker asks, and is left alone (no lock, same pointer)
 // while nothing new was published.
-#include "proxy/published_generation.h"
+#include "proxy/runtime/published_generation.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "proxy/generation.h"
+#include "proxy/runtime/generation.h"
 
 namespace sluice::proxy {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/session/secret_forms.h"
+#include "proxy/secrets/secret_forms.h"
 
 namespace sluice::proxy::session {
 namespace {

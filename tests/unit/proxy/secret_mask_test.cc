@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "proxy/session/secret_mask.h"
-#include "proxy/session/secret_patterns.h"
+#include "proxy/secrets/secret_patterns.h"
 
 namespace sluice::proxy::session {
 namespace {

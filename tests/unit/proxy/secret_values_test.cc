@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "proxy/secret_values.h"
+#include "proxy/runtime/secret_values.h"
 #include "tests/support/temp_dir.h"
 
 namespace sluice::proxy {

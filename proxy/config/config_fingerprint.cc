@@ -1,10 +1,10 @@
-#include "proxy/config_fingerprint.h"
+#include "proxy/config/config_fingerprint.h"
 
 #include <dirent.h>
 
 #include <algorithm>
 
-#include "proxy/file_identity.h"
+#include "proxy/runtime/file_identity.h"
 
 namespace sluice::proxy {
 

@@ -5,7 +5,7 @@
 //   validated and built first (config, secrets, CAs of new sandboxes, audit files, new
 //   listening sockets, a moved admin address); any failure keeps the running configuration,
 //   logs each error and counts sluice_config_reloads_total{result="failed"}. Then each worker
-//   takes up the new generation (generation.h).
+//   takes up the new generation (proxy/runtime/generation.h).
 // - SIGTERM/SIGINT: stop accepting, let requests in flight finish for up to
 //   limits.shutdown_grace, then close everything, flush the audit log and return 0.
 
@@ -17,8 +17,8 @@
 #include "base/result.h"
 #include "policy/config.h"
 #include "policy/config_loader.h"
-#include "proxy/config_fingerprint.h"
-#include "proxy/secret_values.h"
+#include "proxy/config/config_fingerprint.h"
+#include "proxy/runtime/secret_values.h"
 
 namespace sluice::proxy {
 

@@ -1,4 +1,4 @@
-#include "proxy/secret_values.h"
+#include "proxy/runtime/secret_values.h"
 
 #include <fcntl.h>
 #include <openssl/crypto.h>
@@ -127,7 +127,7 @@ Result<SecretValues, std::string> SecretValues::load(const policy::Config& confi
   for (const auto& [name, value] : secrets.values_) {
     values.push_back(value);
   }
-  secrets.patterns_ = session::SecretPatterns::build(values);
+  secrets.patterns_ = SecretPatterns::build(values);
   return secrets;
 }
 

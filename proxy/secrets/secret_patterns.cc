@@ -1,4 +1,4 @@
-#include "proxy/session/secret_patterns.h"
+#include "proxy/secrets/secret_patterns.h"
 
 #include <openssl/crypto.h>
 
@@ -6,7 +6,7 @@
 #include <memory>
 #include <utility>
 
-namespace sluice::proxy::session {
+namespace sluice::proxy {
 
 namespace {
 
@@ -352,4 +352,4 @@ std::size_t SecretPatterns::memoryBytes() const {
          outputs_.capacity() * sizeof(Output) + sets_.capacity() * sizeof(ByteSet);
 }
 
-}  // namespace sluice::proxy::session
+}  // namespace sluice::proxy

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sluice::proxy::session {
+namespace sluice::proxy {
 
 // A set of byte values.
 class ByteSet {
@@ -59,4 +59,4 @@ inline constexpr std::size_t kMinDerivedPattern = 8;
 // joined. The texts are secret material: the caller wipes them.
 std::vector<MaskPattern> maskPatterns(std::string_view secret);
 
-}  // namespace sluice::proxy::session
+}  // namespace sluice::proxy

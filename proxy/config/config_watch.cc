@@ -1,4 +1,4 @@
-#include "proxy/config_watch.h"
+#include "proxy/config/config_watch.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/inotify.h>

@@ -1,4 +1,4 @@
-#include "proxy/worker.h"
+#include "proxy/server/worker.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>

@@ -1,6 +1,6 @@
-#include "proxy/published_generation.h"
+#include "proxy/runtime/published_generation.h"
 
-#include "proxy/generation.h"
+#include "proxy/runtime/generation.h"
 
 namespace sluice::proxy {
 

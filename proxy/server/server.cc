@@ -1,4 +1,4 @@
-#include "proxy/server.h"
+#include "proxy/server/server.h"
 
 #include <spdlog/spdlog.h>
 #include <uv.h>
@@ -10,12 +10,12 @@
 #include <csignal>
 
 #include "proxy/admin/admin_server.h"
-#include "proxy/config_watch.h"
+#include "proxy/config/config_watch.h"
 #include "proxy/dns/sandbox_resolver.h"
-#include "proxy/gateway_state.h"
-#include "proxy/generation.h"
-#include "proxy/version.h"
-#include "proxy/worker.h"
+#include "proxy/runtime/gateway_state.h"
+#include "proxy/runtime/generation.h"
+#include "base/version.h"
+#include "proxy/server/worker.h"
 
 namespace sluice::proxy {
 

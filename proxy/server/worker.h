@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "base/result.h"
-#include "proxy/gateway_state.h"
-#include "proxy/generation.h"
+#include "proxy/runtime/gateway_state.h"
+#include "proxy/runtime/generation.h"
 #include "proxy/io/tcp_listener.h"
 #include "proxy/net/bound_socket.h"
 

@@ -9,7 +9,7 @@
 
 #include "proxy/admin/metrics.h"
 #include "proxy/audit/audit_log.h"
-#include "proxy/published_generation.h"
+#include "proxy/runtime/published_generation.h"
 #include "proxy/tls/tls_context.h"
 
 namespace sluice::proxy {

@@ -9,7 +9,7 @@
 
 #include "base/result.h"
 #include "policy/config_loader.h"
-#include "proxy/config_fingerprint.h"
+#include "proxy/config/config_fingerprint.h"
 
 namespace sluice::proxy {
 

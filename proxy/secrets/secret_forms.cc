@@ -1,10 +1,10 @@
-#include "proxy/session/secret_forms.h"
+#include "proxy/secrets/secret_forms.h"
 
 #include <openssl/crypto.h>
 
 #include <iterator>
 
-namespace sluice::proxy::session {
+namespace sluice::proxy {
 
 namespace {
 
@@ -173,4 +173,4 @@ std::vector<MaskPattern> maskPatterns(std::string_view secret) {
   return forms;
 }
 
-}  // namespace sluice::proxy::session
+}  // namespace sluice::proxy

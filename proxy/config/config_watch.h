@@ -27,7 +27,7 @@
 #include <optional>
 #include <string>
 
-#include "proxy/config_fingerprint.h"
+#include "proxy/config/config_fingerprint.h"
 
 namespace sluice::proxy {
 

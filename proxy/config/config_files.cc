@@ -1,4 +1,4 @@
-#include "proxy/config_files.h"
+#include "proxy/config/config_files.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "proxy/builtin_config.h"
+#include "proxy/config/builtin_config.h"
 
 namespace sluice::proxy {
 

@@ -31,9 +31,9 @@
 #include "policy/config.h"
 #include "proxy/admin/metrics.h"
 #include "proxy/audit/audit_log.h"
-#include "proxy/file_identity.h"
+#include "proxy/runtime/file_identity.h"
 #include "proxy/limits/request_rate.h"
-#include "proxy/secret_values.h"
+#include "proxy/runtime/secret_values.h"
 
 namespace sluice::proxy {
 

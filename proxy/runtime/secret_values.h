@@ -14,7 +14,7 @@
 
 #include "base/result.h"
 #include "policy/config.h"
-#include "proxy/session/secret_patterns.h"
+#include "proxy/secrets/secret_patterns.h"
 
 namespace sluice::proxy {
 
@@ -34,11 +34,11 @@ class SecretValues {
   std::size_t size() const { return values_.size(); }
   // Every form in which the values could come back in a response, compiled once here (at start
   // and at each reload) for every session's response masking.
-  const session::SecretPatterns& patterns() const { return patterns_; }
+  const SecretPatterns& patterns() const { return patterns_; }
 
  private:
   std::map<std::string, std::string, std::less<>> values_;
-  session::SecretPatterns patterns_;
+  SecretPatterns patterns_;
 };
 
 }  // namespace sluice::proxy

@@ -1,4 +1,4 @@
-#include "proxy/generation.h"
+#include "proxy/runtime/generation.h"
 
 #include <algorithm>
 

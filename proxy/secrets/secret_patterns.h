@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/session/secret_forms.h"
+#include "proxy/secrets/secret_forms.h"
 
-namespace sluice::proxy::session {
+namespace sluice::proxy {
 
 class SecretPatterns {
  public:
@@ -114,4 +114,4 @@ class SecretPatterns {
   std::size_t longest_match_ = 0;
 };
 
-}  // namespace sluice::proxy::session
+}  // namespace sluice::proxy

@@ -26,7 +26,7 @@
 
 #include "proxy/dns/resolv_conf.h"
 // Compiled into this test directly (the unit-test CMake function links one source per test).
-#include "tests/support/fake_dns_server.cc"
+#include "tests/support/fake_dns_server.h"
 #include "tests/support/loop_driver.h"
 
 namespace sluice::proxy::dns {

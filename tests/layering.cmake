@@ -17,7 +17,12 @@ set(library_yaml-cpp "yaml-cpp/")
 set(library_sockets "sys/socket\\.h" "netinet/" "arpa/" "netdb\\.h")
 set(library_files "unistd\\.h" "fcntl\\.h" "dirent\\.h" "sys/stat\\.h" "sys/inotify\\.h"
     "sys/resource\\.h" "cstdio" "stdio\\.h" "fstream" "iostream" "filesystem")
-set(libraries libuv c-ares llhttp openssl spdlog yaml-cpp sockets files)
+set(libraries libuv c-ares llhttp openssl spdlog yaml-cpp sockets files libuv-handles)
+# Not an include but a call: making a libuv handle (a stream, a timer, a signal...). A module
+# that includes uv.h without this may hold the loop and read its clock, and no more.
+set(handle_calls "uv_(tcp|udp|pipe|tty|poll|timer|prepare|check|idle|async|process|fs_event"
+                 "|fs_poll|signal)_init(_ex|_socket)?[ ]*\\(")
+string(CONCAT handle_calls ${handle_calls})
 # The top folders that hold the product's code; an include starting with one of them is ours.
 set(roots base policy certs proxy)
 
@@ -84,6 +89,13 @@ foreach(f IN LISTS files)
     get_filename_component(dir ${f} DIRECTORY)
     list(APPEND failures "${f}: in no module (${dir}/ has no row in the table)")
     continue()
+  endif()
+  if(NOT "libuv-handles" IN_LIST outside_${module})
+    file(STRINGS ${SOURCE_DIR}/${f} calls REGEX "${handle_calls}")
+    foreach(line IN LISTS calls)
+      string(STRIP "${line}" line)
+      list(APPEND failures "${f}: ${line} (${module} may not make libuv handles)")
+    endforeach()
   endif()
   file(STRINGS ${SOURCE_DIR}/${f} includes REGEX "^[ \t]*#[ \t]*include")
   foreach(line IN LISTS includes)

@@ -27,22 +27,23 @@ std::string baseName(const std::string& path) {
 }  // namespace
 
 ConfigWatch::ConfigWatch(uv_loop_t* loop, std::string file, std::function<void()> on_change)
-    : loop_(loop),
-      file_(std::move(file)),
+    : file_(std::move(file)),
       file_name_(baseName(file_)),
-      on_change_(std::move(on_change)) {
-  uv_timer_init(loop_, &settle_);
-  settle_.data = this;
+      on_change_(std::move(on_change)),
+      settle_(loop) {
   open_handles_ = 1;
   inotify_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (inotify_ < 0) {
     spdlog::warn("sluice: cannot watch the configuration for changes ({}); reload with SIGHUP",
                  std::strerror(errno));
   } else {
-    uv_poll_init(loop_, &poll_, inotify_);
-    poll_.data = this;
+    poll_.emplace(loop, inotify_);
     ++open_handles_;
-    uv_poll_start(&poll_, UV_READABLE, &ConfigWatch::onReadable);
+    poll_->start(UV_READABLE, [this](int status, int) {
+      if (status == 0) {
+        readEvents();
+      }
+    });
     config_dir_watch_ = addWatch(parentOf(file_));
   }
 }
@@ -91,12 +92,6 @@ void ConfigWatch::loaded(const std::optional<std::string>& dir, ConfigFingerprin
   }
 }
 
-void ConfigWatch::onReadable(uv_poll_t* poll, int status, int) noexcept {
-  if (status == 0) {
-    static_cast<ConfigWatch*>(poll->data)->readEvents();
-  }
-}
-
 void ConfigWatch::readEvents() {
   alignas(inotify_event) char buffer[4096];
   bool relevant = false;
@@ -141,8 +136,7 @@ void ConfigWatch::readEvents() {
 
 void ConfigWatch::settleLater() {
   if (!closing_) {
-    uv_timer_start(&settle_, &ConfigWatch::onSettled, static_cast<std::uint64_t>(kSettle.count()),
-                   0);
+    settle_.start(kSettle, [this] { onSettled(); });
   }
 }
 
@@ -160,18 +154,17 @@ void ConfigWatch::rewatchLost() {
   }
 }
 
-void ConfigWatch::onSettled(uv_timer_t* timer) noexcept {
-  auto* self = static_cast<ConfigWatch*>(timer->data);
-  self->rewatchLost();
-  ConfigFingerprint now = ConfigFingerprint::onDisk(self->file_, self->dir_);
+void ConfigWatch::onSettled() {
+  rewatchLost();
+  ConfigFingerprint now = ConfigFingerprint::onDisk(file_, dir_);
   // Not again for what was reported already: were the loader ever to record a file unlike
   // ConfigWatch does, that would otherwise be a reload every kSettle, forever.
-  if (now == self->last_ || now == self->reported_) {
+  if (now == last_ || now == reported_) {
     return;
   }
-  self->last_ = now;
-  self->reported_ = std::move(now);
-  self->on_change_();
+  last_ = now;
+  reported_ = std::move(now);
+  on_change_();
 }
 
 void ConfigWatch::close(std::function<void()> done) {
@@ -180,19 +173,18 @@ void ConfigWatch::close(std::function<void()> done) {
   }
   closing_ = true;
   done_ = std::move(done);
-  if (inotify_ >= 0) {
-    uv_close(reinterpret_cast<uv_handle_t*>(&poll_), &ConfigWatch::onClosed);
+  if (poll_) {
+    poll_->close([this] { onClosed(); });
   }
-  uv_close(reinterpret_cast<uv_handle_t*>(&settle_), &ConfigWatch::onClosed);
+  settle_.close([this] { onClosed(); });
 }
 
-void ConfigWatch::onClosed(uv_handle_t* handle) noexcept {
-  auto* self = static_cast<ConfigWatch*>(handle->data);
-  if (--self->open_handles_ > 0) {
+void ConfigWatch::onClosed() {
+  if (--open_handles_ > 0) {
     return;
   }
-  if (self->done_) {
-    auto done = std::move(self->done_);
+  if (done_) {
+    auto done = std::move(done_);  // moved out first: `done` may destroy the watch
     done();
   }
 }

@@ -16,8 +16,8 @@
 // an audit file or a CA written beside them changes nothing, and a file that changed while it
 // was being read, or before the watch began, is a change all the same.
 //
-// Main thread only. Same ownership contract as the io/ handles: close(), then keep the object
-// until `done` has run.
+// Main thread only. Same ownership contract as the io/ handles it is made of: close(), then
+// keep the object until `done` has run.
 
 #include <uv.h>
 
@@ -28,6 +28,8 @@
 #include <string>
 
 #include "proxy/config/config_fingerprint.h"
+#include "proxy/io/loop_handles.h"
+#include "proxy/io/timer.h"
 
 namespace sluice::proxy {
 
@@ -51,16 +53,14 @@ class ConfigWatch {
   std::uint64_t eventsRead() const { return events_read_; }
 
  private:
-  static void onReadable(uv_poll_t* poll, int status, int events) noexcept;
-  static void onSettled(uv_timer_t* timer) noexcept;
-  static void onClosed(uv_handle_t* handle) noexcept;
+  void onSettled();
+  void onClosed();
   // An inotify watch on `dir`; -1 (and a warning) if it cannot be watched.
   int addWatch(const std::string& dir);
   void rewatchLost();
   void readEvents();
   void settleLater();
 
-  uv_loop_t* loop_;
   std::string file_;
   std::string file_name_;  // the config file's name in its directory
   std::string dir_;        // sandboxes_dir, or empty
@@ -68,8 +68,8 @@ class ConfigWatch {
   int inotify_ = -1;
   int config_dir_watch_ = -1;
   int sandbox_dir_watch_ = -1;
-  uv_poll_t poll_{};
-  uv_timer_t settle_{};
+  std::optional<io::Poll> poll_;  // on inotify_, when there is one
+  io::Timer settle_;
   ConfigFingerprint last_;      // what is on disk as last loaded, or as last reported
   ConfigFingerprint reported_;  // as last reported
   std::uint64_t events_read_ = 0;

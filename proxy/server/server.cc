@@ -7,14 +7,18 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
+#include <optional>
 
+#include "base/version.h"
 #include "proxy/admin/admin_server.h"
 #include "proxy/config/config_watch.h"
 #include "proxy/dns/sandbox_resolver.h"
+#include "proxy/io/loop_handles.h"
+#include "proxy/io/timer.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
-#include "base/version.h"
 #include "proxy/server/worker.h"
 
 namespace sluice::proxy {
@@ -32,10 +36,10 @@ namespace {
 //   about 20 ms in all with 2,000 connections held (measured), on this thread, never a
 //   worker's; a worker that allocates meanwhile waits for its arena, once per period at most.
 constexpr int kMmapThreshold = 16 * 1024;
-constexpr std::uint64_t kTrimEveryMs = 5000;
+constexpr std::chrono::milliseconds kTrimEvery{5000};
 // How often audit files that could not be written are tried again, traffic or not: how soon a
 // gateway idle since its disk filled serves its sandboxes again once the disk has room.
-constexpr std::uint64_t kAuditRetryEveryMs = 250;
+constexpr std::chrono::milliseconds kAuditRetryEvery{250};
 
 // What a config needs besides passing the loader, before it can be served.
 Result<Ok, std::string> checkServable(const policy::Config& config) {
@@ -132,14 +136,12 @@ std::string joined(const std::vector<std::string>& names) {
 struct Server::MainLoop {
   Server* server = nullptr;
   uv_loop_t loop{};
-  uv_signal_t sigterm{};
-  uv_signal_t sigint{};
-  uv_signal_t sighup{};
-  uv_async_t alive{};
-  uv_timer_t poll{};
-  uv_timer_t grace{};
-  uv_timer_t trim{};
-  uv_timer_t audit_retry{};
+  std::vector<std::unique_ptr<io::Signal>> signals;  // SIGTERM, SIGINT, SIGHUP
+  std::optional<io::Async> alive;
+  std::optional<io::Timer> poll;
+  std::optional<io::Timer> grace;
+  std::optional<io::Timer> trim;
+  std::optional<io::Timer> audit_retry;
   std::unique_ptr<ConfigWatch> watch;
   bool draining = false;
   bool shut_down = false;
@@ -165,12 +167,9 @@ struct Server::MainLoop {
     for (auto& w : server->workers_) {
       w->shutdown();
     }
-    for (uv_handle_t* h : {reinterpret_cast<uv_handle_t*>(&alive),
-                           reinterpret_cast<uv_handle_t*>(&poll),
-                           reinterpret_cast<uv_handle_t*>(&grace),
-                           reinterpret_cast<uv_handle_t*>(&trim),
-                           reinterpret_cast<uv_handle_t*>(&audit_retry)}) {
-      uv_close(h, nullptr);
+    alive->close(nullptr);
+    for (auto* timer : {&poll, &grace, &trim, &audit_retry}) {
+      (*timer)->close(nullptr);
     }
     if (server->admin_ != nullptr) {
       server->admin_->close(nullptr);
@@ -196,42 +195,34 @@ struct Server::MainLoop {
     // The workers close their dup()s; closing the original too makes the kernel refuse new
     // connections at once, instead of queueing them until exit.
     server->sockets_.clear();
-    uv_timer_start(&poll, &MainLoop::onPoll, 20, 20);
-    uv_timer_start(&grace, &MainLoop::onGrace, static_cast<std::uint64_t>(grace_period.count()),
-                   0);
+    poll->startRepeating(std::chrono::milliseconds(20), [this] { onPoll(); });
+    grace->start(grace_period, [this] { onGrace(); });
   }
 
-  static void onSignal(uv_signal_t* handle, int signum) noexcept {
-    auto* self = static_cast<MainLoop*>(handle->data);
+  void onSignal(int signum) {
     if (signum == SIGHUP) {
-      if (!self->draining) {
-        self->server->reload("SIGHUP");
+      if (!draining) {
+        server->reload("SIGHUP");
       }
       return;
     }
-    self->startDrain(signum);
+    startDrain(signum);
   }
-  static void onPoll(uv_timer_t* handle) noexcept {
-    auto* self = static_cast<MainLoop*>(handle->data);
-    if (self->sessions() == 0) {
-      self->shutdownWorkers();
+  void onPoll() {
+    if (sessions() == 0) {
+      shutdownWorkers();
     }
   }
-  static void onTrim(uv_timer_t* handle) noexcept {
-    auto* self = static_cast<MainLoop*>(handle->data);
+  void onTrim() {
     // Audit files of removed sandboxes close once their last connection is gone.
-    self->server->state_->audit.closeUnused();
-    if (self->server->state_->heap_shrank.exchange(false, std::memory_order_relaxed)) {
+    server->state_->audit.closeUnused();
+    if (server->state_->heap_shrank.exchange(false, std::memory_order_relaxed)) {
       malloc_trim(0);
     }
   }
-  static void onAuditRetry(uv_timer_t* handle) noexcept {
-    static_cast<MainLoop*>(handle->data)->server->state_->audit.retry();
-  }
-  static void onGrace(uv_timer_t* handle) noexcept {
-    auto* self = static_cast<MainLoop*>(handle->data);
-    spdlog::warn("sluice: shutdown_grace over: closing {} connections", self->sessions());
-    self->shutdownWorkers();
+  void onGrace() {
+    spdlog::warn("sluice: shutdown_grace over: closing {} connections", sessions());
+    shutdownWorkers();
   }
 };
 
@@ -454,31 +445,22 @@ int Server::run() {
   main.server = this;
   main_ = &main;
   uv_loop_init(&main.loop);
-  for (uv_signal_t* s : {&main.sigterm, &main.sigint, &main.sighup}) {
-    uv_signal_init(&main.loop, s);
-    s->data = &main;
-  }
-  uv_signal_start(&main.sigterm, &MainLoop::onSignal, SIGTERM);
-  uv_signal_start(&main.sigint, &MainLoop::onSignal, SIGINT);
-  uv_signal_start(&main.sighup, &MainLoop::onSignal, SIGHUP);
-  for (uv_signal_t* s : {&main.sigterm, &main.sigint, &main.sighup}) {
-    uv_unref(reinterpret_cast<uv_handle_t*>(s));
+  for (int signum : {SIGTERM, SIGINT, SIGHUP}) {
+    main.signals.push_back(std::make_unique<io::Signal>(
+        &main.loop, signum, [&main](int arrived) { main.onSignal(arrived); }));
+    main.signals.back()->unref();
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  uv_async_init(&main.loop, &main.alive, nullptr);
-  uv_timer_init(&main.loop, &main.poll);
-  uv_timer_init(&main.loop, &main.grace);
-  main.poll.data = &main;
-  main.grace.data = &main;
-  uv_timer_init(&main.loop, &main.trim);
-  main.trim.data = &main;
-  uv_timer_start(&main.trim, &MainLoop::onTrim, kTrimEveryMs, kTrimEveryMs);
-  uv_unref(reinterpret_cast<uv_handle_t*>(&main.trim));
-  uv_timer_init(&main.loop, &main.audit_retry);
-  main.audit_retry.data = &main;
-  uv_timer_start(&main.audit_retry, &MainLoop::onAuditRetry, kAuditRetryEveryMs,
-                 kAuditRetryEveryMs);
-  uv_unref(reinterpret_cast<uv_handle_t*>(&main.audit_retry));
+  main.alive.emplace(&main.loop, nullptr);
+  main.poll.emplace(&main.loop);
+  main.grace.emplace(&main.loop);
+  main.trim.emplace(&main.loop);
+  main.trim->startRepeating(kTrimEvery, [&main] { main.onTrim(); });
+  main.trim->unref();
+  main.audit_retry.emplace(&main.loop);
+  main.audit_retry->startRepeating(kAuditRetryEvery,
+                                   [&main] { main.server->state_->audit.retry(); });
+  main.audit_retry->unref();
   int rc = 0;
   if (admin_ != nullptr) {
     if (auto started = admin_->start(&main.loop, main.adminHandlers()); !started) {
@@ -507,8 +489,8 @@ int Server::run() {
   // one arriving now stays pending until the process has exited with 0, so the handles can
   // be closed (which restores the default actions) and the loop freed.
   pthread_sigmask(SIG_BLOCK, &handled, nullptr);
-  for (uv_signal_t* s : {&main.sigterm, &main.sigint, &main.sighup}) {
-    uv_close(reinterpret_cast<uv_handle_t*>(s), nullptr);
+  for (auto& signal : main.signals) {
+    signal->close(nullptr);
   }
   if (main.watch != nullptr) {
     main.watch->close(nullptr);

@@ -111,18 +111,14 @@ Worker::~Worker() {
 Result<Ok, std::string> Worker::start(std::shared_ptr<const Generation> generation,
                                       ListenSet sockets) {
   uv_loop_init(&loop_);
-  uv_async_init(&loop_, &async_, &Worker::onAsync);
-  async_.data = this;
-  uv_check_init(&loop_, &flush_audit_);
-  flush_audit_.data = this;
-  uv_check_start(&flush_audit_, [](uv_check_t* check) noexcept {
-    for (const auto& sink : static_cast<Worker*>(check->data)->generation_->audit_sinks) {
+  async_.emplace(&loop_, [this] { handleCommands(); });
+  flush_audit_.emplace(&loop_, [this] {
+    for (const auto& sink : generation_->audit_sinks) {
       sink->flush();
     }
   });
-  uv_unref(reinterpret_cast<uv_handle_t*>(&flush_audit_));
-  uv_timer_init(&loop_, &retire_timer_);
-  retire_timer_.data = this;
+  flush_audit_->unref();
+  retire_timer_.emplace(&loop_);
   resolver_ = std::make_unique<dns::Resolver>(&loop_, generation->config->dns);
   pool_ = std::make_unique<session::UpstreamPool>(
       &loop_, poolLimits(*generation->config, std::max<std::size_t>(peers_.size(), 1),
@@ -158,7 +154,7 @@ void Worker::adopt(std::shared_ptr<const Generation> generation, ListenSet socke
   }
   next_generation_ = std::move(generation);
   next_sockets_ = std::move(sockets);
-  uv_async_send(&async_);
+  async_->send();
 }
 
 Result<Ok, std::string> Worker::apply(std::shared_ptr<const Generation> generation,
@@ -302,9 +298,8 @@ void Worker::syncResolver(const policy::DnsSettings* before) {
   retired_resolvers_.push_back(std::move(resolver_));
   resolver_ = std::make_unique<dns::Resolver>(&loop_, now);
   context_->resolver = resolver_.get();
-  uv_timer_start(&retire_timer_, [](uv_timer_t* t) noexcept {
-    static_cast<Worker*>(t->data)->closeRetiredResolvers();
-  }, static_cast<std::uint64_t>(before->timeout.count()) + 500, 0);
+  retire_timer_->start(before->timeout + std::chrono::milliseconds(500),
+                       [this] { closeRetiredResolvers(); });
 }
 
 void Worker::closeRetiredResolvers() {
@@ -316,9 +311,7 @@ void Worker::closeRetiredResolvers() {
     return true;
   });
   if (!retired_resolvers_.empty()) {
-    uv_timer_start(&retire_timer_, [](uv_timer_t* t) noexcept {
-      static_cast<Worker*>(t->data)->closeRetiredResolvers();
-    }, 500, 0);
+    retire_timer_->start(std::chrono::milliseconds(500), [this] { closeRetiredResolvers(); });
   }
 }
 
@@ -352,22 +345,22 @@ void Worker::run() {
 
 void Worker::stopAccepting() {
   stop_accepting_.store(true);
-  uv_async_send(&async_);
+  if (async_) {
+    async_->send();
+  }
 }
 
 void Worker::shutdown() {
   shutdown_.store(true);
-  uv_async_send(&async_);
+  if (async_) {
+    async_->send();
+  }
 }
 
 void Worker::join() {
   if (thread_.joinable()) {
     thread_.join();
   }
-}
-
-void Worker::onAsync(uv_async_t* async) noexcept {
-  static_cast<Worker*>(async->data)->handleCommands();
 }
 
 void Worker::handleCommands() {
@@ -450,7 +443,7 @@ bool Worker::handOver(Handover h) {
     return false;
   }
   inbox_.push_back(std::move(h));
-  uv_async_send(&async_);  // under the lock: closeInbox() cannot close async_ meanwhile
+  async_->send();  // under the lock: closeInbox() cannot close async_ meanwhile
   return true;
 }
 
@@ -552,10 +545,10 @@ void Worker::closeAll() {
     closeLater(closing_, std::move(r));
   }
   retired_resolvers_.clear();
-  uv_close(reinterpret_cast<uv_handle_t*>(&retire_timer_), nullptr);
+  retire_timer_->close(nullptr);
   closeInbox();
-  uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
-  uv_close(reinterpret_cast<uv_handle_t*>(&flush_audit_), nullptr);
+  async_->close(nullptr);
+  flush_audit_->close(nullptr);
 }
 
 }  // namespace sluice::proxy

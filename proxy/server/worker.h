@@ -4,7 +4,7 @@
 // mutable but the thread-safe parts of GatewayState and the generations (leaf caches, audit
 // sinks, counters, rate buckets).
 //
-// Control from other threads goes through one uv_async_t: adopt() (a reloaded configuration:
+// Control from other threads goes through one io::Async: adopt() (a reloaded configuration:
 // new connections and requests use the new generation, listeners open and close to match, and
 // the connections of removed sandboxes drain), stopAccepting() (drain: listeners close, idle
 // keep-alive connections close, busy ones finish their exchange), shutdown() (close everything
@@ -23,16 +23,19 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
+#include "proxy/io/loop_handles.h"
+#include "proxy/io/tcp_listener.h"
+#include "proxy/io/timer.h"
+#include "proxy/net/bound_socket.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
-#include "proxy/io/tcp_listener.h"
-#include "proxy/net/bound_socket.h"
 
 namespace sluice::proxy {
 
@@ -77,7 +80,6 @@ class Worker {
   std::size_t sessions() const { return session_count_.load(); }
 
  private:
-  static void onAsync(uv_async_t* async) noexcept;
   void run();
   void handleCommands();
   // A connection handed from one worker to another.
@@ -111,9 +113,9 @@ class Worker {
   std::shared_ptr<const Generation> generation_;
   ListenSet sockets_;
   uv_loop_t loop_{};
-  uv_async_t async_{};
+  std::optional<io::Async> async_;
   // Runs after each round of I/O callbacks: the audit lines they wrote go out in one write.
-  uv_check_t flush_audit_{};
+  std::optional<io::Check> flush_audit_;
   std::thread thread_;
   std::atomic<bool> stop_accepting_{false};
   std::atomic<bool> shutdown_{false};
@@ -124,7 +126,7 @@ class Worker {
   std::map<void*, std::shared_ptr<void>> closing_;
   std::unique_ptr<dns::Resolver> resolver_;
   std::vector<std::unique_ptr<dns::Resolver>> retired_resolvers_;
-  uv_timer_t retire_timer_{};
+  std::optional<io::Timer> retire_timer_;
   // The sandboxes' resolvers (dns_listen), all on worker 0: one UDP socket has one owner.
   // Keyed by sandbox name and endpoint.
   std::map<std::string, std::unique_ptr<dns::SandboxResolver>> sandbox_resolvers_;

@@ -119,6 +119,7 @@ Result<Ok, std::string> Worker::start(std::shared_ptr<const Generation> generati
   });
   flush_audit_->unref();
   retire_timer_.emplace(&loop_);
+  finished_.emplace(&loop_, [this](std::size_t) { sessionsFreed(); });
   resolver_ = std::make_unique<dns::Resolver>(&loop_, generation->config->dns);
   pool_ = std::make_unique<session::UpstreamPool>(
       &loop_, poolLimits(*generation->config, std::max<std::size_t>(peers_.size(), 1),
@@ -491,10 +492,19 @@ void Worker::serve(const ListenSocket& socket, int fd) {
 }
 
 void Worker::sessionFinished(session::Session* s) {
-  sessions_.erase(s);
+  auto it = sessions_.find(s);
+  finished_->add(std::move(it->second));
+  sessions_.erase(it);
   session_count_.store(sessions_.size());
   busy_.fetch_sub(1);
+}
+
+// On the turn after sessions finished, once they are freed.
+void Worker::sessionsFreed() {
   state_.heap_shrank.store(true, std::memory_order_relaxed);
+  if (closed_all_ && sessions_.empty()) {
+    finished_->close(nullptr);
+  }
 }
 
 // No more hand-overs: what is queued is closed, and async_ may close.
@@ -549,6 +559,10 @@ void Worker::closeAll() {
   closeInbox();
   async_->close(nullptr);
   flush_audit_->close(nullptr);
+  // Aborted sessions finish from their close callbacks; the last one freed closes the list.
+  if (sessions_.empty() && finished_->pending() == 0) {
+    finished_->close(nullptr);
+  }
 }
 
 }  // namespace sluice::proxy

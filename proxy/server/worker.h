@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "proxy/io/deferred_delete.h"
 #include "proxy/io/loop_handles.h"
 #include "proxy/io/tcp_listener.h"
 #include "proxy/io/timer.h"
@@ -101,7 +102,9 @@ class Worker {
   bool handOver(Handover h);
   void serve(const ListenSocket& socket, int fd);
   void closeInbox();
+  // A session whose every handle has closed: out of sessions_, freed on a later turn.
   void sessionFinished(session::Session* session);
+  void sessionsFreed();
   void closeListeners();
   void closeAll();
   // Resolvers replaced by a reload close once their lookups are over.
@@ -134,6 +137,10 @@ class Worker {
   std::size_t logged_idle_bound_ = 0;  // the last bound held below upstream.max_idle, logged
   std::unique_ptr<session::WorkerContext> context_;
   std::unordered_map<session::Session*, std::unique_ptr<session::Session>> sessions_;
+  // Finished sessions: a session hands itself back (WorkerContext::finished) from the close
+  // callback of its last handle, with its own code still below on the stack, so it is freed
+  // on the loop's next turn instead. Closed once closeAll() has run and no session is left.
+  std::optional<io::DeferredDelete<session::Session>> finished_;
   std::atomic<std::size_t> session_count_{0};
   std::atomic<std::size_t> busy_{0};
   std::vector<Worker*> peers_;

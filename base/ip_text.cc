@@ -1,6 +1,7 @@
 #include "base/ip_text.h"
 
 #include <array>
+#include <charconv>
 #include <cstring>
 #include <string_view>
 
@@ -18,16 +19,9 @@ class TextWriter {
     std::memcpy(out_ + length_, s.data(), s.size());
     length_ += s.size();
   }
-  void putDecimal(unsigned value) {
-    char digits[3];
-    std::size_t n = 0;
-    do {
-      digits[n++] = static_cast<char>('0' + value % 10);
-      value /= 10;
-    } while (value != 0);
-    while (n > 0) {
-      put(digits[--n]);
-    }
+  void putDecimal(unsigned value) {  // an octet: 3 digits at most
+    char* end = std::to_chars(out_ + length_, out_ + length_ + 3, value).ptr;
+    length_ = static_cast<std::size_t>(end - out_);
   }
   // Lower case, no leading zeros (RFC 5952 §4.1, §4.3).
   void putHexGroup(unsigned group) {

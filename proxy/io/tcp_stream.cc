@@ -219,32 +219,24 @@ void TcpStream::releaseBuffers() {
   }
 }
 
+int TcpStream::socketFd() const {
+  uv_os_fd_t fd = -1;
+  return uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) == 0 ? fd : -1;
+}
+
 policy::Endpoint TcpStream::peer() const {
-  sockaddr_storage address{};
-  int length = sizeof(address);
-  if (uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    return {};
-  }
-  return net::fromSockaddr(reinterpret_cast<const sockaddr*>(&address))
-      .value_or(policy::Endpoint{});
+  const int socket = socketFd();
+  return socket < 0 ? policy::Endpoint{} : net::peerEndpoint(socket).value_or(policy::Endpoint{});
 }
 
 std::optional<policy::Endpoint> TcpStream::originalDestination() const {
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) != 0) {
-    return std::nullopt;
-  }
-  return net::originalDestination(fd);
+  const int socket = socketFd();
+  return socket < 0 ? std::nullopt : net::originalDestination(socket);
 }
 
 policy::Endpoint TcpStream::local() const {
-  sockaddr_storage address{};
-  int length = sizeof(address);
-  if (uv_tcp_getsockname(&tcp_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    return {};
-  }
-  return net::fromSockaddr(reinterpret_cast<const sockaddr*>(&address))
-      .value_or(policy::Endpoint{});
+  const int socket = socketFd();
+  return socket < 0 ? policy::Endpoint{} : net::localEndpoint(socket).value_or(policy::Endpoint{});
 }
 
 }  // namespace sluice::proxy::io

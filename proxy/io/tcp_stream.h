@@ -106,6 +106,7 @@ class TcpStream {
 
   void flush();
   void maybeShutdown();
+  int socketFd() const;  // -1 before adopt()/connect()
   void configureSocket();
 
   uv_tcp_t tcp_{};

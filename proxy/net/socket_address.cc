@@ -44,14 +44,22 @@ std::optional<policy::Endpoint> fromSockaddr(const sockaddr* address) {
   return std::nullopt;
 }
 
-std::optional<policy::Endpoint> localEndpoint(int fd) {
+namespace {
+
+std::optional<policy::Endpoint> askKernel(int (*ask)(int, sockaddr*, socklen_t*), int fd) {
   sockaddr_storage address{};
   socklen_t length = sizeof(address);
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+  if (ask(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     return std::nullopt;
   }
   return fromSockaddr(reinterpret_cast<const sockaddr*>(&address));
 }
+
+}  // namespace
+
+std::optional<policy::Endpoint> localEndpoint(int fd) { return askKernel(::getsockname, fd); }
+
+std::optional<policy::Endpoint> peerEndpoint(int fd) { return askKernel(::getpeername, fd); }
 
 std::optional<policy::Endpoint> originalDestination(int fd) {
   // From <linux/netfilter_ipv4.h> and <linux/netfilter_ipv6/ip6_tables.h>, whose C headers do

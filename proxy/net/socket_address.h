@@ -17,6 +17,8 @@ socklen_t toSockaddr(const policy::Endpoint& endpoint, sockaddr_storage* out);
 std::optional<policy::Endpoint> fromSockaddr(const sockaddr* address);
 // The address a socket is bound to (getsockname): with port 0, the port the kernel chose.
 std::optional<policy::Endpoint> localEndpoint(int fd);
+// The address of a connected socket's peer (getpeername).
+std::optional<policy::Endpoint> peerEndpoint(int fd);
 
 // Where a connection redirected by nftables/iptables (REDIRECT or DNAT) was going: the
 // conntrack entry's original destination (SO_ORIGINAL_DST, or its IPv6 form). Only readable in

@@ -322,16 +322,24 @@ void Worker::closeRetiredResolvers() {
 // taking up: a session that took that one up is never drained for being ahead.
 void Worker::drainRemovedSandboxes() {
   const std::shared_ptr<const Generation> current = context_->currentGeneration();
-  std::vector<session::Session*> removed;
-  for (auto& [ptr, owned] : sessions_) {
-    const SandboxView* now = current->find(ptr->runtime().name);
-    if (now == nullptr || now->runtime.get() != &ptr->runtime()) {
-      removed.push_back(ptr);
+  forEachSession([&](session::Session& s) {
+    const SandboxView* now = current->find(s.runtime().name);
+    if (now == nullptr || now->runtime.get() != &s.runtime()) {
+      s.drain();
     }
+  });
+}
+
+// Walks a snapshot: a session may finish, and leave sessions_, while another is drained.
+void Worker::forEachSession(const std::function<void(session::Session&)>& fn) {
+  std::vector<session::Session*> current;
+  current.reserve(sessions_.size());
+  for (auto& [ptr, owned] : sessions_) {
+    current.push_back(ptr);
   }
-  for (session::Session* s : removed) {
+  for (session::Session* s : current) {
     if (sessions_.count(s) != 0) {
-      s->drain();
+      fn(*s);
     }
   }
 }
@@ -391,16 +399,7 @@ void Worker::handleCommands() {
     context_->draining = true;
     closeListeners();
     sockets_.clear();  // with the main thread's, the last fds of the sockets: refused from now
-    // Sessions remove themselves from the map as they finish: walk a snapshot.
-    std::vector<session::Session*> current;
-    for (auto& [ptr, owned] : sessions_) {
-      current.push_back(ptr);
-    }
-    for (session::Session* s : current) {
-      if (sessions_.count(s) != 0) {
-        s->drain();
-      }
-    }
+    forEachSession([](session::Session& s) { s.drain(); });
   }
 }
 
@@ -536,15 +535,7 @@ void Worker::closeAll() {
   draining_ = true;
   context_->draining = true;
   closeListeners();
-  std::vector<session::Session*> current;
-  for (auto& [ptr, owned] : sessions_) {
-    current.push_back(ptr);
-  }
-  for (session::Session* s : current) {
-    if (sessions_.count(s) != 0) {
-      s->abort();
-    }
-  }
+  forEachSession([](session::Session& s) { s.abort(); });
   pool_->close(nullptr);
   resolver_->close(nullptr);
   for (auto& [key, resolver] : sandbox_resolvers_) {

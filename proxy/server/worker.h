@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -96,6 +97,7 @@ class Worker {
   void syncResolver(const policy::DnsSettings* before);
   void syncPool();
   void drainRemovedSandboxes();
+  void forEachSession(const std::function<void(session::Session&)>& fn);
   void onAccepted(const std::shared_ptr<const ListenSocket>& socket, int fd);
   Worker* leastBusy();
   // Queues `h` for this worker's loop; false if it takes no more (shutting down).

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/session/secret_mask.h"
 #include "proxy/secrets/secret_patterns.h"
+#include "proxy/session/secret_mask.h"
 
 namespace {
 

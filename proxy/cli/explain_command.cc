@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "base/json_writer.h"
 #include "policy/address_class.h"
 #include "policy/authority.h"
 #include "policy/decision.h"
 #include "proxy/cli/cli.h"
 #include "proxy/cli/flags.h"
 #include "proxy/config/config_files.h"
-#include "base/json_writer.h"
 
 namespace sluice::cli {
 

@@ -8,8 +8,8 @@
 
 #include <cstdio>
 
-#include "proxy/cli/cli.h"
 #include "base/version.h"
+#include "proxy/cli/cli.h"
 
 namespace sluice::cli {
 

@@ -31,8 +31,8 @@
 #include "policy/config.h"
 #include "proxy/admin/metrics.h"
 #include "proxy/audit/audit_log.h"
-#include "proxy/runtime/file_identity.h"
 #include "proxy/limits/request_rate.h"
+#include "proxy/runtime/file_identity.h"
 #include "proxy/runtime/secret_values.h"
 
 namespace sluice::proxy {

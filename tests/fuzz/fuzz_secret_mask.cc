@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/session/secret_mask.h"
 #include "proxy/secrets/secret_patterns.h"
+#include "proxy/session/secret_mask.h"
 
 namespace {
 

@@ -1,5 +1,4 @@
 #include "certs/x509_util.h"
-#include "certs/openssl_ptr.h"
 
 #include <memory>
 #include <optional>
@@ -11,6 +10,8 @@
 #include <openssl/asn1.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
+
+#include "certs/openssl_ptr.h"
 
 namespace sluice::certs {
 namespace {

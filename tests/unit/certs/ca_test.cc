@@ -28,25 +28,6 @@ using ::testing::StartsWith;
 using test_support::readFile;
 using test_support::TempDir;
 
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free_all(b); }
-};
-struct ExtensionFree {
-  void operator()(X509_EXTENSION* e) const { X509_EXTENSION_free(e); }
-};
-struct BasicConstraintsFree {
-  void operator()(BASIC_CONSTRAINTS* b) const { BASIC_CONSTRAINTS_free(b); }
-};
-struct BitStringFree {
-  void operator()(ASN1_BIT_STRING* b) const { ASN1_BIT_STRING_free(b); }
-};
-struct BignumFree {
-  void operator()(BIGNUM* b) const { BN_free(b); }
-};
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-using BasicConstraintsPtr = std::unique_ptr<BASIC_CONSTRAINTS, BasicConstraintsFree>;
-using BitStringPtr = std::unique_ptr<ASN1_BIT_STRING, BitStringFree>;
-using BignumPtr = std::unique_ptr<BIGNUM, BignumFree>;
 
 bool exists(const std::string& path) {
   struct stat st {};
@@ -123,7 +104,7 @@ X509Ptr makeCert(EVP_PKEY* key, const CertOptions& options) {
     if (value == nullptr) {
       continue;
     }
-    std::unique_ptr<X509_EXTENSION, ExtensionFree> ext(
+    X509ExtensionPtr ext(
         X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
     EXPECT_TRUE(ext);
     X509_add_ext(cert.get(), ext.get(), -1);
@@ -250,7 +231,7 @@ TEST(CaCreate, KeyUsageIsCriticalKeyCertSignAndCrlSignOnly) {
   TempDir tmp;
   auto ca = createOrDie(tmp.path());
   int critical = -1;
-  BitStringPtr ku(static_cast<ASN1_BIT_STRING*>(
+  Asn1BitStringPtr ku(static_cast<ASN1_BIT_STRING*>(
       X509_get_ext_d2i(ca.certificate(), NID_key_usage, &critical, nullptr)));
   ASSERT_TRUE(ku);
   EXPECT_EQ(critical, 1);

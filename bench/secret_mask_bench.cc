@@ -9,13 +9,13 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/secrets/secret_patterns.h"
 #include "proxy/session/secret_mask.h"
-#include "proxy/session/secret_patterns.h"
 
 namespace {
 
 using sluice::proxy::session::SecretMask;
-using sluice::proxy::session::SecretPatterns;
+using sluice::proxy::SecretPatterns;
 
 constexpr std::size_t kBodyBytes = 1 << 20;
 constexpr std::size_t kPiece = 16 * 1024;

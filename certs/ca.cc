@@ -17,6 +17,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
+#include "certs/openssl_error.h"
 #include "certs/x509_util.h"
 
 namespace sluice::certs {
@@ -31,16 +32,10 @@ constexpr mode_t kDirMode = 0700;
 constexpr mode_t kKeyMode = 0600;
 constexpr mode_t kCertMode = 0644;
 
-template <auto Free>
-struct FreeWith {
-  template <class T>
-  void operator()(T* p) const {
-    Free(p);
-  }
+struct FileClose {
+  void operator()(std::FILE* f) const { std::fclose(f); }
 };
-using BioPtr = std::unique_ptr<BIO, FreeWith<BIO_free_all>>;
-using ExtensionPtr = std::unique_ptr<X509_EXTENSION, FreeWith<X509_EXTENSION_free>>;
-using FilePtr = std::unique_ptr<std::FILE, FreeWith<std::fclose>>;
+using FilePtr = std::unique_ptr<std::FILE, FileClose>;
 
 class UniqueFd {
  public:
@@ -59,25 +54,6 @@ class UniqueFd {
   int fd_;
 };
 
-// Drains the thread's OpenSSL error queue into one line. Draining matters beyond the message:
-// the queue is per thread, and a stale entry would later be misread by SSL_get_error() on some
-// unrelated connection.
-std::string opensslErrors() {
-  std::string text;
-  while (unsigned long code = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof buf);
-    if (!text.empty()) {
-      text += "; ";
-    }
-    text += buf;
-  }
-  return text.empty() ? "no OpenSSL error reported" : text;
-}
-
-Err<std::string> opensslFailure(const std::string& what) {
-  return Err{what + " (OpenSSL: " + opensslErrors() + ")"};
-}
 
 Err<std::string> errnoFailure(const std::string& path, const std::string& what, int err) {
   return Err{path + ": " + what + ": " + std::strerror(err)};
@@ -232,7 +208,7 @@ Result<X509Ptr, std::string> makeCaCertificate(EVP_PKEY* key, std::string_view c
       {NID_subject_key_identifier, "hash"},
   };
   for (const auto& [nid, value] : extensions) {
-    ExtensionPtr ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
+    X509ExtensionPtr ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
     if (!ext || X509_add_ext(cert.get(), ext.get(), -1) != 1) {
       return opensslFailure(std::string("cannot add extension ") + OBJ_nid2sn(nid));
     }

@@ -14,17 +14,9 @@
 #include <openssl/x509.h>
 
 #include "base/result.h"
+#include "certs/openssl_ptr.h"
 
 namespace sluice::certs {
-
-struct X509Deleter {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct EvpPkeyDeleter {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-using X509Ptr = std::unique_ptr<X509, X509Deleter>;
-using EvpPkeyPtr = std::unique_ptr<EVP_PKEY, EvpPkeyDeleter>;
 
 class CertificateAuthority {
  public:

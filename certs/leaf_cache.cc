@@ -11,6 +11,8 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
+#include "certs/openssl_error.h"
+
 namespace sluice::certs {
 
 namespace {
@@ -20,26 +22,6 @@ using TimePoint = system_clock::time_point;
 using LeafResult = Result<std::shared_ptr<const Leaf>, std::string>;
 
 constexpr std::size_t kMaxCommonNameLength = 64;  // ub-common-name, RFC 5280 appendix A.1
-
-struct GeneralNamesFree {
-  void operator()(GENERAL_NAMES* n) const { GENERAL_NAMES_free(n); }
-};
-struct GeneralNameFree {
-  void operator()(GENERAL_NAME* n) const { GENERAL_NAME_free(n); }
-};
-struct AuthorityKeyIdFree {
-  void operator()(AUTHORITY_KEYID* a) const { AUTHORITY_KEYID_free(a); }
-};
-struct OctetStringFree {
-  void operator()(ASN1_OCTET_STRING* s) const { ASN1_OCTET_STRING_free(s); }
-};
-struct OpensslFree {
-  void operator()(unsigned char* p) const { OPENSSL_free(p); }
-};
-
-Err<std::string> opensslFailure(const std::string& what) {
-  return Err{what + " (OpenSSL: " + drainOpensslErrors() + ")"};
-}
 
 // `host` came from the caller and may hold anything; it ends up in logs.
 std::string printable(std::string_view text) {
@@ -101,7 +83,7 @@ const EVP_MD* digestFor(EVP_PKEY* ca_key) {
 // of its public key (RFC 5280 4.2.1.2 method 1, what "subjectKeyIdentifier=hash" would have
 // said). Verifiers compare the two only when the issuer has one, so this never mismatches.
 X509_EXTENSION* makeAuthorityKeyId(X509* ca_cert) {
-  std::unique_ptr<AUTHORITY_KEYID, AuthorityKeyIdFree> akid(AUTHORITY_KEYID_new());
+  AuthorityKeyIdPtr akid(AUTHORITY_KEYID_new());
   if (!akid) {
     return nullptr;
   }
@@ -128,7 +110,7 @@ X509_EXTENSION* makeAuthorityKeyId(X509* ca_cert) {
 // subjectAltName built as a structure, not through the config-string parser, so that no
 // character of `host` is ever interpreted. `host` was checked by certificateHostKind().
 bool addSubjectAltName(X509* cert, std::string_view host, HostKind kind, bool critical) {
-  std::unique_ptr<GENERAL_NAME, GeneralNameFree> name(GENERAL_NAME_new());
+  GeneralNamePtr name(GENERAL_NAME_new());
   if (!name) {
     return false;
   }
@@ -149,7 +131,7 @@ bool addSubjectAltName(X509* cert, std::string_view host, HostKind kind, bool cr
     }
     GENERAL_NAME_set0_value(name.get(), GEN_IPADD, ip);
   }
-  std::unique_ptr<GENERAL_NAMES, GeneralNamesFree> names(sk_GENERAL_NAME_new_null());
+  GeneralNamesPtr names(sk_GENERAL_NAME_new_null());
   if (!names || sk_GENERAL_NAME_push(names.get(), name.get()) <= 0) {
     return false;
   }
@@ -167,7 +149,7 @@ X509Ptr reparse(X509* cert) {
   if (len <= 0) {
     return nullptr;
   }
-  std::unique_ptr<unsigned char, OpensslFree> owned(der);
+  OpensslBytesPtr owned(der);
   const unsigned char* p = der;
   X509Ptr parsed(d2i_X509(nullptr, &p, len));
   if (!parsed) {
@@ -244,13 +226,13 @@ std::string LeafCache::prepare(const CertificateAuthority& ca) {
       {NID_subject_key_identifier, "hash"},
   };
   for (const auto& [nid, value] : extensions) {
-    ExtensionPtr ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
+    X509ExtensionPtr ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
     if (!ext) {
       return opensslFailure(std::string("leaf cache: cannot build ") + OBJ_nid2sn(nid)).error;
     }
     fixed_extensions_.push_back(std::move(ext));
   }
-  ExtensionPtr akid(makeAuthorityKeyId(ca_cert_.get()));
+  X509ExtensionPtr akid(makeAuthorityKeyId(ca_cert_.get()));
   if (!akid) {
     return opensslFailure("leaf cache: cannot build authorityKeyIdentifier").error;
   }
@@ -292,7 +274,7 @@ LeafResult LeafCache::mint(std::string_view host, HostKind kind, TimePoint now) 
       X509_set_pubkey(cert.get(), leaf_key_.get()) != 1) {
     return opensslFailure(what + ": issuer or key");
   }
-  for (const ExtensionPtr& ext : fixed_extensions_) {
+  for (const X509ExtensionPtr& ext : fixed_extensions_) {
     if (X509_add_ext(cert.get(), ext.get(), -1) != 1) {  // adds a copy
       return opensslFailure(what + ": extensions");
     }

@@ -33,6 +33,7 @@
 
 #include "base/result.h"
 #include "certs/ca.h"
+#include "certs/openssl_ptr.h"
 #include "certs/x509_util.h"
 
 namespace sluice::certs {
@@ -95,14 +96,6 @@ class LeafCache {
   };
   using Lru = std::list<Entry>;  // most recently used first
 
-  struct X509NameFree {
-    void operator()(X509_NAME* n) const { X509_NAME_free(n); }
-  };
-  struct ExtensionFree {
-    void operator()(X509_EXTENSION* e) const { X509_EXTENSION_free(e); }
-  };
-  using ExtensionPtr = std::unique_ptr<X509_EXTENSION, ExtensionFree>;
-
   // Builds what every leaf shares: the key, issuer name, fixed extensions. Empty on success.
   std::string prepare(const CertificateAuthority& ca);
   Result<std::shared_ptr<const Leaf>, std::string> mint(
@@ -119,8 +112,8 @@ class LeafCache {
   EvpPkeyPtr ca_key_;
   EvpPkeyPtr leaf_key_;
   const EVP_MD* digest_ = nullptr;
-  std::unique_ptr<X509_NAME, X509NameFree> issuer_;
-  std::vector<ExtensionPtr> fixed_extensions_;
+  X509NamePtr issuer_;
+  std::vector<X509ExtensionPtr> fixed_extensions_;
   std::chrono::system_clock::time_point ca_not_before_;
   std::chrono::system_clock::time_point ca_not_after_;
   std::string setup_error_;  // non-empty: the cache cannot mint

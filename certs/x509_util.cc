@@ -1,13 +1,16 @@
 #include "certs/x509_util.h"
 
-#include <array>
 #include <cstddef>
 #include <memory>
+#include <span>
 
 #include <openssl/asn1.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
+
+#include "base/ip_text.h"
+#include "certs/openssl_ptr.h"
 
 namespace sluice::certs {
 
@@ -15,95 +18,10 @@ namespace {
 
 constexpr std::size_t kMaxNameLength = 253;
 constexpr std::size_t kMaxLabelLength = 63;
-// "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255" is the longest IP text OpenSSL parses.
-constexpr std::size_t kMaxIpTextLength = 45;
-
-struct BignumFree {
-  void operator()(BIGNUM* b) const { BN_free(b); }
-};
-struct OctetStringFree {
-  void operator()(ASN1_OCTET_STRING* s) const { ASN1_OCTET_STRING_free(s); }
-};
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isLowerAlnum(char c) { return isDigit(c) || (c >= 'a' && c <= 'z'); }
 bool isLowerHex(char c) { return isDigit(c) || (c >= 'a' && c <= 'f'); }
-
-void appendDecimal(std::string& out, unsigned value) { out += std::to_string(value); }
-
-void appendQuad(std::string& out, const unsigned char* bytes) {
-  for (int i = 0; i < 4; ++i) {
-    if (i > 0) {
-      out += '.';
-    }
-    appendDecimal(out, bytes[i]);
-  }
-}
-
-void appendHexGroup(std::string& out, unsigned group) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  bool started = false;
-  for (int shift = 12; shift >= 0; shift -= 4) {
-    unsigned digit = (group >> shift) & 0xfu;
-    if (digit != 0 || started || shift == 0) {
-      out += kDigits[digit];
-      started = true;
-    }
-  }
-}
-
-// The one text policy::IpAddress::format writes for these octets: a dotted quad; or RFC 5952
-// (lower case, no leading zeros, the longest run of two or more zero groups compressed, the
-// first on a tie), with the IPv4-mapped block written as "::ffff:a.b.c.d" (RFC 5952 §5).
-std::string canonicalIpText(const unsigned char* bytes, int length) {
-  std::string out;
-  if (length == 4) {
-    appendQuad(out, bytes);
-    return out;
-  }
-  bool mapped = bytes[10] == 0xff && bytes[11] == 0xff;
-  for (int i = 0; i < 10 && mapped; ++i) {
-    mapped = bytes[i] == 0;
-  }
-  if (mapped) {
-    out = "::ffff:";
-    appendQuad(out, bytes + 12);
-    return out;
-  }
-  std::array<unsigned, 8> groups{};
-  for (std::size_t g = 0; g < 8; ++g) {
-    groups[g] = (unsigned{bytes[2 * g]} << 8) | bytes[2 * g + 1];
-  }
-  int best_start = -1;
-  int best_length = 1;
-  for (int g = 0; g < 8;) {
-    if (groups[static_cast<std::size_t>(g)] != 0) {
-      ++g;
-      continue;
-    }
-    int end = g;
-    while (end < 8 && groups[static_cast<std::size_t>(end)] == 0) {
-      ++end;
-    }
-    if (end - g > best_length) {
-      best_start = g;
-      best_length = end - g;
-    }
-    g = end;
-  }
-  for (int g = 0; g < 8; ++g) {
-    if (g == best_start) {
-      out += "::";
-      g += best_length - 1;
-      continue;
-    }
-    if (!out.empty() && out.back() != ':') {
-      out += ':';
-    }
-    appendHexGroup(out, groups[static_cast<std::size_t>(g)]);
-  }
-  return out;
-}
 
 // Parses with OpenSSL's own parser (the one X509_VERIFY_PARAM_set1_ip_asc uses, so the
 // verifier and this check agree on the octets) and accepts the text only when it is the
@@ -116,12 +34,18 @@ bool isCanonicalIp(std::string_view host, int expected_length) {
   host.copy(text, host.size());  // NUL-terminated; `host` holds no NUL (checked by callers)
   // A parse failure may queue errors that are no failure of ours: drop exactly those.
   ERR_set_mark();
-  std::unique_ptr<ASN1_OCTET_STRING, OctetStringFree> octets(a2i_IPADDRESS(text));
+  Asn1OctetStringPtr octets(a2i_IPADDRESS(text));
   ERR_pop_to_mark();
   if (!octets || ASN1_STRING_length(octets.get()) != expected_length) {
     return false;
   }
-  return canonicalIpText(ASN1_STRING_get0_data(octets.get()), expected_length) == host;
+  // The one canonical spelling (base/ip_text.h), the one policy::IpAddress writes too.
+  char canonical[kMaxIpTextLength + 1];
+  const std::size_t length = writeIpText(
+      std::span<const std::uint8_t>(ASN1_STRING_get0_data(octets.get()),
+                                    static_cast<std::size_t>(expected_length)),
+      canonical);
+  return std::string_view(canonical, length) == host;
 }
 
 bool isCanonicalDnsName(std::string_view host) {
@@ -156,7 +80,7 @@ bool isCanonicalDnsName(std::string_view host) {
 }  // namespace
 
 bool setRandomSerial(X509* cert) {
-  std::unique_ptr<BIGNUM, BignumFree> serial(BN_new());
+  BignumPtr serial(BN_new());
   if (!serial) {
     return false;
   }
@@ -187,19 +111,6 @@ std::optional<HostKind> certificateHostKind(std::string_view host) {
     return isCanonicalIp(host, 4) ? std::optional(HostKind::Ipv4) : std::nullopt;
   }
   return isCanonicalDnsName(host) ? std::optional(HostKind::DnsName) : std::nullopt;
-}
-
-std::string drainOpensslErrors() {
-  std::string text;
-  while (unsigned long code = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof buf);
-    if (!text.empty()) {
-      text += "; ";
-    }
-    text += buf;
-  }
-  return text.empty() ? "no OpenSSL error reported" : text;
 }
 
 }  // namespace sluice::certs

@@ -37,12 +37,7 @@ enum class HostKind : std::uint8_t {
 //            (such a name would be read as an IPv4 address by some library).
 //   Ipv4:    a dotted quad without leading zeros ("10.0.0.1", never "010.0.0.1").
 //   Ipv6:    RFC 5952 text without brackets or zone ("2001:db8::1", "::ffff:1.2.3.4"), as
-//            policy::IpAddress::format writes it.
+//            base/ip_text.h writes it (and so policy::IpAddress::format).
 std::optional<HostKind> certificateHostKind(std::string_view host);
-
-// Drains the thread's OpenSSL error queue into one line ("...; ..."), or a fixed text when it
-// was empty. Draining matters beyond the message: the queue is per thread, and a stale entry
-// would later be misread by SSL_get_error() on some unrelated connection.
-std::string drainOpensslErrors();
 
 }  // namespace sluice::certs

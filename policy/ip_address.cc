@@ -1,7 +1,10 @@
 #include "policy/ip_address.h"
-#include "policy/ascii.h"
 
 #include <cstring>
+#include <span>
+
+#include "base/ip_text.h"
+#include "policy/ascii.h"
 
 namespace sluice::policy {
 
@@ -62,54 +65,6 @@ std::optional<std::uint32_t> parseDottedQuad(std::string_view text) {
   }
   return value;
 }
-
-// Appends without allocating; callers size `out` for the longest form (kMaxTextLength).
-class TextWriter {
- public:
-  explicit TextWriter(char* out) : out_(out) {}
-
-  void put(char c) { out_[length_++] = c; }
-  void put(std::string_view s) {
-    std::memcpy(out_ + length_, s.data(), s.size());
-    length_ += s.size();
-  }
-  void putDecimal(unsigned value) {
-    char digits[5];
-    std::size_t n = 0;
-    do {
-      digits[n++] = static_cast<char>('0' + value % 10);
-      value /= 10;
-    } while (value != 0);
-    while (n > 0) {
-      put(digits[--n]);
-    }
-  }
-  // Lower case, no leading zeros (RFC 5952 §4.1, §4.3).
-  void putHexGroup(unsigned group) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    bool started = false;
-    for (int shift = 12; shift >= 0; shift -= 4) {
-      const unsigned nibble = (group >> shift) & 0xf;
-      if (nibble != 0 || started || shift == 0) {
-        put(kHex[nibble]);
-        started = true;
-      }
-    }
-  }
-  void putQuad(const std::uint8_t* b) {
-    for (int i = 0; i < 4; ++i) {
-      if (i > 0) {
-        put('.');
-      }
-      putDecimal(b[i]);
-    }
-  }
-  std::size_t length() const { return length_; }
-
- private:
-  char* out_;
-  std::size_t length_ = 0;
-};
 
 bool isMappedForm(const std::array<std::uint8_t, 16>& bytes) {
   return std::memcmp(bytes.data(), kMappedPrefix.data(), kMappedPrefix.size()) == 0;
@@ -295,50 +250,9 @@ std::optional<IpAddress> IpAddress::parse(std::string_view text) {
 }
 
 std::size_t IpAddress::format(char (&buf)[kMaxTextLength + 1]) const {
-  TextWriter w(buf);
-  if (v4_) {
-    w.putQuad(bytes_.data() + 12);
-  } else if (isMappedForm(bytes_)) {
-    // RFC 5952 §5: mapped addresses are written with the dotted quad.
-    w.put("::ffff:");
-    w.putQuad(bytes_.data() + 12);
-  } else {
-    std::array<unsigned, 8> groups{};
-    for (std::size_t g = 0; g < 8; ++g) {
-      groups[g] = (unsigned{bytes_[2 * g]} << 8) | bytes_[2 * g + 1];
-    }
-    // RFC 5952 §4.2: compress the longest run of two or more zero groups, the first on a tie.
-    int best_start = -1;
-    int best_length = 1;
-    for (int g = 0; g < 8;) {
-      if (groups[static_cast<std::size_t>(g)] != 0) {
-        ++g;
-        continue;
-      }
-      int end = g;
-      while (end < 8 && groups[static_cast<std::size_t>(end)] == 0) {
-        ++end;
-      }
-      if (end - g > best_length) {
-        best_start = g;
-        best_length = end - g;
-      }
-      g = end;
-    }
-    for (int g = 0; g < 8; ++g) {
-      if (g == best_start) {
-        w.put("::");
-        g += best_length - 1;
-        continue;
-      }
-      if (g > 0 && g != best_start + best_length) {
-        w.put(':');
-      }
-      w.putHexGroup(groups[static_cast<std::size_t>(g)]);
-    }
-  }
-  buf[w.length()] = '\0';
-  return w.length();
+  // An IPv4 address is written as its 4 octets; any other, mapped ones included, as 16.
+  return v4_ ? writeIpText(std::span<const std::uint8_t>(bytes_).subspan(12), buf)
+             : writeIpText(bytes_, buf);
 }
 
 std::string IpAddress::toString() const {

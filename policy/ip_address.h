@@ -17,12 +17,14 @@
 #include <string>
 #include <string_view>
 
+#include "base/ip_text.h"
+
 namespace sluice::policy {
 
 class IpAddress {
  public:
   // Longest text form: "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255" is 45 chars.
-  static constexpr std::size_t kMaxTextLength = 45;
+  static constexpr std::size_t kMaxTextLength = kMaxIpTextLength;
 
   IpAddress() = default;  // 0.0.0.0
   static IpAddress fromV4(std::uint32_t host_order);
@@ -41,7 +43,7 @@ class IpAddress {
   const std::array<std::uint8_t, 16>& bytes() const { return bytes_; }
 
   // Dotted quad for IPv4; RFC 5952 for IPv6 (lower case, longest zero run compressed,
-  // "::ffff:1.2.3.4" for mapped addresses). Writes into buf, returns the length.
+  // "::ffff:1.2.3.4" for mapped addresses): base/ip_text.h. Writes into buf, returns the length.
   std::size_t format(char (&buf)[kMaxTextLength + 1]) const;
   std::string toString() const;
 

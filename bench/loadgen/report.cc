@@ -4,7 +4,7 @@
 #include <optional>
 #include <string_view>
 
-#include "proxy/json_writer.h"
+#include "base/json_writer.h"
 
 namespace sluice::loadgen {
 
@@ -18,13 +18,13 @@ class Line {
     if (out_.size() > 1) {
       out_ += ',';
     }
-    proxy::appendJsonString(out_, name);
+    appendJsonString(out_, name);
     out_ += ':';
   }
   void string(std::string_view name, const std::optional<std::string>& value) {
     key(name);
     if (value) {
-      proxy::appendJsonString(out_, *value);
+      appendJsonString(out_, *value);
     } else {
       out_ += "null";
     }

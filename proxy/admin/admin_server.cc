@@ -196,7 +196,7 @@ class AdminServer::Connection final : public io::TcpStream::Handler, http::Reque
 
 Result<std::unique_ptr<AdminServer>, std::string> AdminServer::bind(
     const policy::Endpoint& endpoint) {
-  auto socket = io::BoundSocket::bind(endpoint, kBacklog);
+  auto socket = net::BoundSocket::bind(endpoint, kBacklog);
   if (!socket) {
     return Err{"admin.listen " + socket.error()};
   }
@@ -204,7 +204,7 @@ Result<std::unique_ptr<AdminServer>, std::string> AdminServer::bind(
   return std::unique_ptr<AdminServer>(new AdminServer(std::move(socket).value(), bound));
 }
 
-AdminServer::AdminServer(io::BoundSocket socket, policy::Endpoint endpoint)
+AdminServer::AdminServer(net::BoundSocket socket, policy::Endpoint endpoint)
     : socket_(std::move(socket)), endpoint_(endpoint) {}
 
 AdminServer::~AdminServer() {

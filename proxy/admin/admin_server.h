@@ -32,6 +32,7 @@
 #include "base/result.h"
 #include "policy/ip_address.h"
 #include "proxy/io/tcp_listener.h"
+#include "proxy/net/bound_socket.h"
 
 namespace sluice::proxy::admin {
 
@@ -69,13 +70,13 @@ class AdminServer {
  private:
   class Connection;
 
-  AdminServer(io::BoundSocket socket, policy::Endpoint endpoint);
+  AdminServer(net::BoundSocket socket, policy::Endpoint endpoint);
   void onAccepted(int fd);
   // A connection's last handle closed: it is deleted here.
   void connectionClosed(Connection* connection);
   void maybeFinishClose();
 
-  std::optional<io::BoundSocket> socket_;  // until close(): the listener accepts on a dup()
+  std::optional<net::BoundSocket> socket_;  // until close(): the listener accepts on a dup()
   policy::Endpoint endpoint_;
   uv_loop_t* loop_ = nullptr;
   Handlers handlers_;

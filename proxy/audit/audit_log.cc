@@ -114,12 +114,11 @@ void appendHex(std::string& out, const unsigned char* digest, unsigned length) {
 std::string chainOf(std::string_view previous, std::string_view body) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned length = 0;
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-  EVP_DigestUpdate(ctx, previous.data(), previous.size());
-  EVP_DigestUpdate(ctx, body.data(), body.size());
-  EVP_DigestFinal_ex(ctx, digest, &length);
-  EVP_MD_CTX_free(ctx);
+  certs::EvpMdCtxPtr ctx(EVP_MD_CTX_new());
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  EVP_DigestUpdate(ctx.get(), previous.data(), previous.size());
+  EVP_DigestUpdate(ctx.get(), body.data(), body.size());
+  EVP_DigestFinal_ex(ctx.get(), digest, &length);
   std::string hex;
   hex.reserve(64);
   appendHex(hex, digest, length);
@@ -170,8 +169,6 @@ AuditSink::~AuditSink() {
                     std::strerror(error_.load(std::memory_order_relaxed)));
     }
   }
-  EVP_MD_CTX_free(digest_);
-  EVP_MD_free(sha256_);
 }
 
 void AuditSink::write(const AuditRecord& record) {
@@ -180,10 +177,10 @@ void AuditSink::write(const AuditRecord& record) {
   appendRecordBody(line_, record);
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned length = 0;
-  EVP_DigestInit_ex(digest_, sha256_, nullptr);
-  EVP_DigestUpdate(digest_, previous_chain_.data(), previous_chain_.size());
-  EVP_DigestUpdate(digest_, line_.data(), line_.size());
-  EVP_DigestFinal_ex(digest_, digest, &length);
+  EVP_DigestInit_ex(digest_.get(), sha256_.get(), nullptr);
+  EVP_DigestUpdate(digest_.get(), previous_chain_.data(), previous_chain_.size());
+  EVP_DigestUpdate(digest_.get(), line_.data(), line_.size());
+  EVP_DigestFinal_ex(digest_.get(), digest, &length);
   previous_chain_.clear();
   appendHex(previous_chain_, digest, length);
   line_ += kChainMember;

@@ -40,6 +40,7 @@
 #include <openssl/evp.h>
 
 #include "base/result.h"
+#include "certs/openssl_ptr.h"
 #include "policy/config.h"
 #include "proxy/audit/audit_file_sink.h"
 #include "proxy/audit/audit_record.h"
@@ -123,8 +124,8 @@ class AuditSink {
   std::string previous_chain_;  // guarded by mutex_
   // One digest context, reused for every line, with the algorithm fetched once: OpenSSL 3's
   // implicit fetch per call cost as much as the hash.
-  EVP_MD* sha256_ = nullptr;
-  EVP_MD_CTX* digest_ = nullptr;  // guarded by mutex_
+  certs::EvpMdPtr sha256_;
+  certs::EvpMdCtxPtr digest_;  // guarded by mutex_
   std::string line_;              // guarded by mutex_: reused, so a record allocates nothing
   std::uint64_t records_ = 0;     // guarded by mutex_
   std::atomic<bool> unflushed_{false};

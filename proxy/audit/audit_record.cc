@@ -5,7 +5,7 @@
 #include <ctime>
 #include <utility>
 
-#include "proxy/json_writer.h"
+#include "base/json_writer.h"
 
 namespace sluice::proxy::audit {
 
@@ -87,9 +87,9 @@ constexpr char kHexDigits[] = "0123456789abcdef";
 
 // The JSON string of a value copied from the sandbox, with at most `cap` bytes between its
 // quotes: valid UTF-8 as it is, '"' '\' and controls escaped, and a byte that is not UTF-8 as
-// the UTF-8 of its Latin-1 reading (U+0080..U+00FF, 2 bytes: the string json_writer.h writes as
-// \u00XX). Stops before the first character that would not fit, never inside one. Returns
-// whether all of `text` was written.
+// the UTF-8 of its Latin-1 reading (U+0080..U+00FF, 2 bytes: the string base/json_writer.h
+// writes as \u00XX). Stops before the first character that would not fit, never inside one.
+// Returns whether all of `text` was written.
 bool appendCappedString(std::string& out, std::string_view text, std::size_t cap) {
   out += '"';
   std::size_t used = 0;

@@ -10,7 +10,7 @@
 
 #include "proxy/cli/cli.h"
 #include "proxy/cli/flags.h"
-#include "proxy/config_files.h"
+#include "proxy/config/config_files.h"
 
 namespace sluice::cli {
 

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "base/json_writer.h"
 #include "policy/address_class.h"
 #include "policy/authority.h"
 #include "policy/decision.h"
 #include "proxy/cli/cli.h"
 #include "proxy/cli/flags.h"
-#include "proxy/config_files.h"
-#include "proxy/json_writer.h"
+#include "proxy/config/config_files.h"
 
 namespace sluice::cli {
 
@@ -98,7 +98,7 @@ Decision explain(const Query& q) {
 }
 
 void writeResult(std::string& out, const Query& q, const Decision& d) {
-  proxy::JsonWriter json(out);
+  JsonWriter json(out);
   json.beginObject();
   json.field("decision", policy::toString(d.verdict));
   json.fieldOrNull("rule", d.rule != nullptr ? std::string_view(d.rule->name) : "");

@@ -12,8 +12,8 @@
 
 #include "proxy/cli/cli.h"
 #include "proxy/cli/flags.h"
-#include "proxy/config_files.h"
-#include "proxy/server.h"
+#include "proxy/config/config_files.h"
+#include "proxy/server/server.h"
 
 namespace sluice::cli {
 

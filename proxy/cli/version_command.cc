@@ -8,8 +8,8 @@
 
 #include <cstdio>
 
+#include "base/version.h"
 #include "proxy/cli/cli.h"
-#include "proxy/version.h"
 
 namespace sluice::cli {
 

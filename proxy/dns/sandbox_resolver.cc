@@ -1,6 +1,5 @@
 #include "proxy/dns/sandbox_resolver.h"
 
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -10,7 +9,9 @@
 #include <cstring>
 #include <utility>
 
-#include "proxy/io/socket_address.h"
+#include "proxy/io/read_buffer.h"
+#include "proxy/net/bound_socket.h"
+#include "proxy/net/socket_address.h"
 
 namespace sluice::proxy::dns {
 
@@ -18,51 +19,6 @@ namespace {
 
 constexpr int kListenBacklog = 128;
 constexpr std::size_t kMaxTcpResponseBytes = 0xffff;  // what a 2-byte length prefix can say
-
-// One read buffer per loop thread, shared by every UDP and TCP read of every resolver on it:
-// libuv calls alloc and read back to back, and the read callback consumes (or copies) the
-// bytes before returning. 64 KiB holds any UDP datagram, so none is ever cut.
-constexpr std::size_t kReadBufferSize = 64 * 1024;
-thread_local char t_read_buffer[kReadBufferSize];
-
-// A bound socket (listening, for TCP), or -errno.
-int bindSocket(int type, const policy::Endpoint& endpoint) {
-  sockaddr_storage address;
-  const socklen_t length = io::toSockaddr(endpoint, &address);
-  const int fd = ::socket(address.ss_family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    return -errno;
-  }
-  const int one = 1;
-  if (type == SOCK_STREAM) {
-    // Lets a restarted sluice bind while old connections sit in TIME_WAIT. For TCP it does not
-    // let a second listener share the port (tcp_listener.cc). Never set for UDP: see below.
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  }
-  if (address.ss_family == AF_INET6) {
-    // "[::]:53" means IPv6 only; an IPv4 endpoint is configured as one.
-    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-  }
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0 ||
-      (type == SOCK_STREAM && ::listen(fd, kListenBacklog) != 0)) {
-    const int error = errno;
-    ::close(fd);
-    return -error;
-  }
-  return fd;
-}
-
-std::uint16_t boundPort(int fd) {
-  sockaddr_storage address{};
-  socklen_t length = sizeof(address);
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    return 0;
-  }
-  if (address.ss_family == AF_INET) {
-    return ntohs(reinterpret_cast<const sockaddr_in*>(&address)->sin_port);
-  }
-  return ntohs(reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port);
-}
 
 std::string describe(const policy::Endpoint& endpoint, const char* proto, int error) {
   return endpoint.toString() + " (" + proto + "): " + std::strerror(error);
@@ -132,11 +88,11 @@ SandboxResolver::~SandboxResolver() {
 
 Result<Ok, std::string> SandboxResolver::probe(const policy::Endpoint& endpoint) {
   for (int type : {SOCK_STREAM, SOCK_DGRAM}) {
-    const int fd = bindSocket(type, endpoint);
-    if (fd < 0) {
-      return Err{describe(endpoint, type == SOCK_STREAM ? "tcp" : "udp", -fd)};
+    const auto fd = net::bindSocket(type, endpoint, kListenBacklog);
+    if (!fd) {
+      return Err{describe(endpoint, type == SOCK_STREAM ? "tcp" : "udp", fd.error().error)};
     }
-    ::close(fd);
+    ::close(*fd);
   }
   return Ok{};
 }
@@ -156,18 +112,21 @@ Result<Ok, std::string> SandboxResolver::start() {
   int udp_fd = -1;
   for (int attempt = 0;; ++attempt) {
     bound.port = endpoint_.port;
-    tcp_fd = bindSocket(SOCK_STREAM, bound);
-    if (tcp_fd < 0) {
-      return Err{describe(bound, "tcp", -tcp_fd)};
+    const auto tcp = net::bindSocket(SOCK_STREAM, bound, kListenBacklog);
+    if (!tcp) {
+      return Err{describe(bound, "tcp", tcp.error().error)};
     }
-    bound.port = boundPort(tcp_fd);
-    udp_fd = bindSocket(SOCK_DGRAM, bound);
-    if (udp_fd >= 0) {
+    tcp_fd = *tcp;
+    const auto local = net::localEndpoint(tcp_fd);
+    bound.port = local ? local->port : 0;
+    const auto udp = net::bindSocket(SOCK_DGRAM, bound, kListenBacklog);
+    if (udp) {
+      udp_fd = *udp;
       break;
     }
     ::close(tcp_fd);
-    if (!(any_port && udp_fd == -EADDRINUSE && attempt < 16)) {
-      return Err{describe(bound, "udp", -udp_fd)};
+    if (!(any_port && udp.error().error == EADDRINUSE && attempt < 16)) {
+      return Err{describe(bound, "udp", udp.error().error)};
     }
   }
 
@@ -194,7 +153,7 @@ Result<Ok, std::string> SandboxResolver::start() {
   if (rc != 0) {
     return Err{bound.toString() + " (tcp): " + uv_strerror(rc)};
   }
-  rc = uv_udp_recv_start(udp_, &SandboxResolver::onUdpAlloc, &SandboxResolver::onUdpRecv);
+  rc = uv_udp_recv_start(udp_, &io::allocReadBuffer, &SandboxResolver::onUdpRecv);
   if (rc != 0) {
     return Err{bound.toString() + " (udp): " + uv_strerror(rc)};
   }
@@ -270,11 +229,6 @@ bool SandboxResolver::respond(std::span<const std::uint8_t> message, bool udp,
 }
 
 // ---- UDP ----------------------------------------------------------------------------------
-
-void SandboxResolver::onUdpAlloc(uv_handle_t*, std::size_t, uv_buf_t* buf) noexcept {
-  buf->base = t_read_buffer;
-  buf->len = kReadBufferSize;
-}
 
 void SandboxResolver::onUdpRecv(uv_udp_t* udp, ssize_t nread, const uv_buf_t* buf,
                                 const sockaddr* peer, unsigned flags) noexcept {
@@ -372,7 +326,7 @@ void SandboxResolver::startReading(Connection& c) {
   if (c.reading || c.closing || c.eof) {
     return;
   }
-  if (uv_read_start(reinterpret_cast<uv_stream_t*>(&c.tcp), &SandboxResolver::onTcpAlloc,
+  if (uv_read_start(reinterpret_cast<uv_stream_t*>(&c.tcp), &io::allocReadBuffer,
                     &SandboxResolver::onTcpRead) == 0) {
     c.reading = true;
   }
@@ -383,11 +337,6 @@ void SandboxResolver::stopReading(Connection& c) {
     uv_read_stop(reinterpret_cast<uv_stream_t*>(&c.tcp));
     c.reading = false;
   }
-}
-
-void SandboxResolver::onTcpAlloc(uv_handle_t*, std::size_t, uv_buf_t* buf) noexcept {
-  buf->base = t_read_buffer;
-  buf->len = kReadBufferSize;
 }
 
 void SandboxResolver::onTcpRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) noexcept {

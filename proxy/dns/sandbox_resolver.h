@@ -31,13 +31,14 @@
 //     answered) until they are written. Per connection that bounds memory to about
 //     64 KiB of input plus max_pending_bytes of output.
 //
-// Sockets: the TCP listener with SO_REUSEADDR (a restart binds despite TIME_WAIT; on Linux it
-// does not let anyone listen beside it). The UDP socket ends up with neither SO_REUSEADDR nor
-// SO_REUSEPORT (libuv's uv_udp_open sets SO_REUSEADDR; start() clears it): on Linux, UDP
-// SO_REUSEADDR lets any later socket that also sets it bind the same address and port and take
-// the sandbox's queries, and UDP has no TIME_WAIT to justify it.
-// An IPv6 endpoint is V6ONLY. Bind a specific address: bound to a wildcard, UDP replies leave
-// from whichever address the kernel picks, which a client may ignore.
+// Sockets are bound by net::bindSocket (proxy/net/bound_socket.h), as the gateway's listeners
+// are: the TCP listener with SO_REUSEADDR (a restart binds despite TIME_WAIT; on Linux it does
+// not let anyone listen beside it), "[::]" dual-stack. The UDP socket ends up with neither
+// SO_REUSEADDR nor SO_REUSEPORT (libuv's uv_udp_open sets SO_REUSEADDR; start() clears it): on
+// Linux, UDP SO_REUSEADDR lets any later socket that also sets it bind the same address and
+// port and take the sandbox's queries, and UDP has no TIME_WAIT to justify it. Bind a specific
+// address: bound to a wildcard, UDP replies leave from whichever address the kernel picks,
+// which a client may ignore.
 //
 // Threading: one loop, one thread. Construct, start(), close() and the Answerer all run on the
 // loop's thread. Several resolvers may share a loop (one per sandbox).
@@ -157,11 +158,9 @@ class SandboxResolver {
   void closeConnection(Connection& c);
   void maybeDone();
 
-  static void onUdpAlloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf) noexcept;
   static void onUdpRecv(uv_udp_t* udp, ssize_t nread, const uv_buf_t* buf, const sockaddr* peer,
                         unsigned flags) noexcept;
   static void onTcpConnection(uv_stream_t* server, int status) noexcept;
-  static void onTcpAlloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf) noexcept;
   static void onTcpRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) noexcept;
   static void onTcpWrite(uv_write_t* req, int status) noexcept;
   static void onIdleTimer(uv_timer_t* timer) noexcept;

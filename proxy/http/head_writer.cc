@@ -1,5 +1,6 @@
 #include "proxy/http/head_writer.h"
 
+#include <charconv>
 #include <cstdint>
 
 #include "policy/request_header.h"
@@ -12,15 +13,9 @@ static_assert(detail::NominatedFields::kInlineFields >= kDefaultMaxFields,
               "a head the parsers accept is handled without allocating");
 
 void appendDecimal(std::string& out, std::uint64_t value) {
-  char digits[20];
-  std::size_t n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + value % 10);
-    value /= 10;
-  } while (value != 0);
-  while (n > 0) {
-    out.push_back(digits[--n]);
-  }
+  char digits[20];  // every uint64
+  const auto written = std::to_chars(digits, digits + sizeof(digits), value);
+  out.append(digits, written.ptr);
 }
 
 // Appends what a field value (or a text line) may hold: everything but CR, LF, NUL and the

@@ -6,7 +6,7 @@
 // 8.1 still accepts obs-fold, a bare LF as the last line of a head or trailer section, and
 // protocols other than HTTP in the request line (see the test tables for each case).
 //
-// How llhttp is driven (each point verified against 8.1.0; see tests/unit/proxy/*parser_test):
+// How llhttp is driven (each point verified against 8.1.0; see tests/unit/proxy/http/*parser_test):
 //   - on_headers_complete returns HPE_PAUSED: llhttp_execute() returns at the first body byte,
 //     so the head can be judged before any body byte is looked at. For a response that has no
 //     body (HEAD, 1xx, 204, 304) it returns 1 instead ("no body"), because llhttp 8.1 would

@@ -1,7 +1,6 @@
 #include "proxy/io/tcp_listener.h"
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -9,70 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "proxy/io/socket_address.h"
-
 namespace sluice::proxy::io {
-
-Result<BoundSocket, std::string> BoundSocket::bind(const policy::Endpoint& endpoint,
-                                                   int backlog) {
-  sockaddr_storage address;
-  socklen_t length = toSockaddr(endpoint, &address);
-  int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    return Err{endpoint.toString() + ": socket: " + std::strerror(errno)};
-  }
-  int one = 1;
-  // SO_REUSEADDR only lets a restarted sluice bind while old connections sit in TIME_WAIT;
-  // unlike SO_REUSEPORT it does not let a second live listener share the port.
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0 ||
-      ::listen(fd, backlog) != 0) {
-    std::string error = endpoint.toString() + ": " + std::strerror(errno);
-    ::close(fd);
-    return Err{error};
-  }
-  // The address as bound: with port 0 (tests) the kernel's choice, which only getsockname knows.
-  policy::Endpoint bound = endpoint;
-  sockaddr_storage actual{};
-  socklen_t actual_length = sizeof(actual);
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&actual), &actual_length) == 0) {
-    if (auto named = fromSockaddr(reinterpret_cast<const sockaddr*>(&actual))) {
-      bound = *named;
-    }
-  }
-  return BoundSocket(fd, bound);
-}
-
-Result<BoundSocket, std::string> BoundSocket::duplicate() const {
-  int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) {
-    return Err{endpoint_.toString() + ": dup: " + std::strerror(errno)};
-  }
-  return BoundSocket(fd, endpoint_);
-}
-
-BoundSocket::BoundSocket(BoundSocket&& other) noexcept
-    : fd_(other.fd_), endpoint_(other.endpoint_) {
-  other.fd_ = -1;
-}
-
-BoundSocket& BoundSocket::operator=(BoundSocket&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-    fd_ = other.fd_;
-    endpoint_ = other.endpoint_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-BoundSocket::~BoundSocket() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-  }
-}
 
 namespace {
 
@@ -95,7 +31,7 @@ TcpListener::TcpListener(uv_loop_t* loop, OnConnection on_connection)
 
 TcpListener::~TcpListener() { assert(closed_); }
 
-Result<Ok, std::string> TcpListener::start(const BoundSocket& socket) {
+Result<Ok, std::string> TcpListener::start(const net::BoundSocket& socket) {
   fd_ = ::fcntl(socket.fd(), F_DUPFD_CLOEXEC, 0);
   if (fd_ < 0) {
     return Err{socket.endpoint().toString() + ": dup: " + std::strerror(errno)};

@@ -1,8 +1,6 @@
 #pragma once
-// Listening sockets. The main thread binds each endpoint once (so a busy port fails `sluice run`
-// at start, exit 1), and every worker loop accepts from its own dup() of that socket: one
-// kernel queue, no SO_REUSEPORT (which would let another process of the same user bind the
-// port beside sluice and take a share of a sandbox's connections).
+// Accepting on a listening socket (net::BoundSocket, proxy/net/bound_socket.h: bound once by
+// the main thread) from a worker's loop.
 
 #include <uv.h>
 
@@ -10,36 +8,15 @@
 #include <string>
 
 #include "base/result.h"
-#include "policy/ip_address.h"
+#include "proxy/net/bound_socket.h"
 
 namespace sluice::proxy::io {
 
-// A bound, listening socket not yet attached to any loop. Closes its fd when destroyed.
-class BoundSocket {
- public:
-  static Result<BoundSocket, std::string> bind(const policy::Endpoint& endpoint, int backlog);
-  // The same listening socket under a second fd (a reload that gives the address to another
-  // sandbox keeps the socket, and the connections queued on it).
-  Result<BoundSocket, std::string> duplicate() const;
-  BoundSocket(BoundSocket&& other) noexcept;
-  BoundSocket& operator=(BoundSocket&& other) noexcept;
-  ~BoundSocket();
-
-  int fd() const { return fd_; }
-  // As bound: the port the kernel chose when 0 was asked.
-  const policy::Endpoint& endpoint() const { return endpoint_; }
-
- private:
-  BoundSocket(int fd, policy::Endpoint endpoint) : fd_(fd), endpoint_(endpoint) {}
-  int fd_ = -1;
-  policy::Endpoint endpoint_;
-};
-
-// One worker's view of a BoundSocket: a poll handle on its own dup() of the socket, accepting
-// with accept4() itself so that an accepted connection is a plain fd, which the worker may
-// serve or hand to a less busy worker (libuv's uv_accept would tie it to this loop). Same
-// ownership contract as TcpStream: close(), then keep the object until the closed callback has
-// run.
+// One worker's view of a net::BoundSocket: a poll handle on its own dup() of the socket,
+// accepting with accept4() itself so that an accepted connection is a plain fd, which the
+// worker may serve or hand to a less busy worker (libuv's uv_accept would tie it to this loop).
+// Same ownership contract as TcpStream: close(), then keep the object until the closed callback
+// has run.
 class TcpListener {
  public:
   // Called on the loop with each accepted connection (non-blocking, close-on-exec); the
@@ -52,7 +29,7 @@ class TcpListener {
   TcpListener& operator=(const TcpListener&) = delete;
 
   // Starts accepting on a dup() of `socket`.
-  Result<Ok, std::string> start(const BoundSocket& socket);
+  Result<Ok, std::string> start(const net::BoundSocket& socket);
   void close(std::function<void()> on_closed);
   bool closed() const { return closed_; }
 

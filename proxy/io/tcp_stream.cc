@@ -4,16 +4,12 @@
 #include <netinet/tcp.h>
 #include <cassert>
 
-#include "proxy/io/socket_address.h"
+#include "proxy/io/read_buffer.h"
+#include "proxy/net/socket_address.h"
 
 namespace sluice::proxy::io {
 
 namespace {
-
-// One read buffer per loop thread: libuv calls alloc and read back to back, and the handler
-// consumes (or copies) the bytes before returning, so connections need no buffer of their own.
-constexpr std::size_t kReadBufferSize = 64 * 1024;
-thread_local char t_read_buffer[kReadBufferSize];
 
 TcpStream* owner(uv_handle_t* handle) { return static_cast<TcpStream*>(handle->data); }
 
@@ -47,7 +43,7 @@ int TcpStream::adopt(int fd) {
 
 int TcpStream::connect(const policy::Endpoint& to) {
   sockaddr_storage address;
-  toSockaddr(to, &address);
+  net::toSockaddr(to, &address);
   int rc = uv_tcp_connect(&connect_req_, &tcp_, reinterpret_cast<const sockaddr*>(&address),
                           &TcpStream::onConnectCb);
   if (rc == 0) {
@@ -72,7 +68,7 @@ void TcpStream::startReading() {
   if (reading_ || state_ != State::Open) {
     return;
   }
-  if (uv_read_start(reinterpret_cast<uv_stream_t*>(&tcp_), &TcpStream::onAlloc,
+  if (uv_read_start(reinterpret_cast<uv_stream_t*>(&tcp_), &allocReadBuffer,
                     &TcpStream::onReadCb) == 0) {
     reading_ = true;
   }
@@ -84,11 +80,6 @@ void TcpStream::stopReading() {
   }
   uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
   reading_ = false;
-}
-
-void TcpStream::onAlloc(uv_handle_t*, std::size_t, uv_buf_t* buf) noexcept {
-  buf->base = t_read_buffer;
-  buf->len = kReadBufferSize;
 }
 
 void TcpStream::onReadCb(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) noexcept {
@@ -228,30 +219,24 @@ void TcpStream::releaseBuffers() {
   }
 }
 
+int TcpStream::socketFd() const {
+  uv_os_fd_t fd = -1;
+  return uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) == 0 ? fd : -1;
+}
+
 policy::Endpoint TcpStream::peer() const {
-  sockaddr_storage address{};
-  int length = sizeof(address);
-  if (uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    return {};
-  }
-  return fromSockaddr(reinterpret_cast<const sockaddr*>(&address)).value_or(policy::Endpoint{});
+  const int socket = socketFd();
+  return socket < 0 ? policy::Endpoint{} : net::peerEndpoint(socket).value_or(policy::Endpoint{});
 }
 
 std::optional<policy::Endpoint> TcpStream::originalDestination() const {
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) != 0) {
-    return std::nullopt;
-  }
-  return io::originalDestination(fd);
+  const int socket = socketFd();
+  return socket < 0 ? std::nullopt : net::originalDestination(socket);
 }
 
 policy::Endpoint TcpStream::local() const {
-  sockaddr_storage address{};
-  int length = sizeof(address);
-  if (uv_tcp_getsockname(&tcp_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    return {};
-  }
-  return fromSockaddr(reinterpret_cast<const sockaddr*>(&address)).value_or(policy::Endpoint{});
+  const int socket = socketFd();
+  return socket < 0 ? policy::Endpoint{} : net::localEndpoint(socket).value_or(policy::Endpoint{});
 }
 
 }  // namespace sluice::proxy::io

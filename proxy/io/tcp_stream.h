@@ -7,9 +7,10 @@
 // All Handler calls happen on the loop thread, never from inside a TcpStream method (close()
 // included), so a handler may close or start/stop reading from within any callback.
 //
-// Reads land in one 64 KiB buffer per thread, valid only during Handler::onRead(): an idle
-// connection holds no read buffer. Writes first try the socket directly; what the kernel does
-// not take is copied into a pending buffer and written with uv_write, one request at a time.
+// Reads land in one 64 KiB buffer per thread (read_buffer.h), valid only during
+// Handler::onRead(): an idle connection holds no read buffer. Writes first try the socket
+// directly; what the kernel does not take is copied into a pending buffer and written with
+// uv_write, one request at a time.
 
 #include <uv.h>
 
@@ -90,14 +91,13 @@ class TcpStream {
   // The peer's and our own address, as the kernel reports them (zero on failure).
   policy::Endpoint peer() const;
   policy::Endpoint local() const;
-  // The original destination of a redirected connection (socket_address.h).
+  // The original destination of a redirected connection (proxy/net/socket_address.h).
   std::optional<policy::Endpoint> originalDestination() const;
   uv_tcp_t* handle() { return &tcp_; }
 
  private:
   enum class State : std::uint8_t { Idle, Connecting, Open, Closing, Closed };
 
-  static void onAlloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf) noexcept;
   static void onReadCb(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) noexcept;
   static void onWriteCb(uv_write_t* req, int status) noexcept;
   static void onConnectCb(uv_connect_t* req, int status) noexcept;
@@ -106,6 +106,7 @@ class TcpStream {
 
   void flush();
   void maybeShutdown();
+  int socketFd() const;  // -1 before adopt()/connect()
   void configureSocket();
 
   uv_tcp_t tcp_{};

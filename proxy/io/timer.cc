@@ -16,7 +16,18 @@ void Timer::start(std::chrono::milliseconds delay, std::function<void()> fn) {
     return;
   }
   fn_ = std::move(fn);
+  repeating_ = false;
   uv_timer_start(&timer_, &Timer::onTimerCb, static_cast<std::uint64_t>(delay.count()), 0);
+}
+
+void Timer::startRepeating(std::chrono::milliseconds period, std::function<void()> fn) {
+  if (closing_) {
+    return;
+  }
+  fn_ = std::move(fn);
+  repeating_ = true;
+  const auto ms = static_cast<std::uint64_t>(period.count());
+  uv_timer_start(&timer_, &Timer::onTimerCb, ms, ms);
 }
 
 void Timer::stop() {
@@ -28,6 +39,11 @@ void Timer::stop() {
 void Timer::onTimerCb(uv_timer_t* timer) noexcept {
   auto* self = static_cast<Timer*>(timer->data);
   if (self->closing_ || !self->fn_) {
+    return;
+  }
+  if (self->repeating_) {
+    auto fn = self->fn_;  // a copy: the callback may re-arm the timer with a new function
+    fn();
     return;
   }
   // Move out first: the callback may re-arm the timer with a new function.

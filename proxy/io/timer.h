@@ -1,6 +1,6 @@
 #pragma once
-// A one-shot timer on a libuv loop. Same ownership contract as TcpStream: close(), then keep
-// the object until the close callback has run.
+// A timer on a libuv loop, one-shot or repeating. Same ownership contract as TcpStream:
+// close(), then keep the object until the close callback has run.
 
 #include <uv.h>
 
@@ -19,7 +19,11 @@ class Timer {
 
   // (Re)arms the timer: `fn` runs once after `delay`, unless stopped or re-armed first.
   void start(std::chrono::milliseconds delay, std::function<void()> fn);
+  // (Re)arms the timer: `fn` runs every `period`, until stopped or re-armed.
+  void startRepeating(std::chrono::milliseconds period, std::function<void()> fn);
   void stop();
+  // The timer no longer keeps uv_run() going by itself.
+  void unref() { uv_unref(reinterpret_cast<uv_handle_t*>(&timer_)); }
   void close(std::function<void()> on_closed);
   bool closed() const { return closed_; }
 
@@ -30,6 +34,7 @@ class Timer {
   uv_timer_t timer_{};
   std::function<void()> fn_;
   std::function<void()> on_closed_;
+  bool repeating_ = false;
   bool closing_ = false;
   bool closed_ = false;
 };

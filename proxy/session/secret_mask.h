@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/session/secret_patterns.h"
+#include "proxy/secrets/secret_patterns.h"
 
 namespace sluice::proxy::session {
 

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "policy/authority.h"
-#include "proxy/gateway_state.h"
-#include "proxy/generation.h"
+#include "proxy/runtime/gateway_state.h"
+#include "proxy/runtime/generation.h"
 #include "proxy/http/head_writer.h"
 #include "proxy/session/denial.h"
 #include "proxy/tls/client_hello.h"

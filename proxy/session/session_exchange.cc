@@ -6,8 +6,8 @@
 
 #include "policy/authority.h"
 #include "policy/secret_use.h"
-#include "proxy/gateway_state.h"
-#include "proxy/generation.h"
+#include "proxy/runtime/gateway_state.h"
+#include "proxy/runtime/generation.h"
 #include "proxy/http/head_writer.h"
 #include "proxy/session/denial.h"
 #include "proxy/session/session.h"

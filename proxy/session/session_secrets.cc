@@ -1,7 +1,7 @@
 // Credential brokering on the way out and back (docs/wire.md#credential-brokering): the headers a
 // rule injects, and what its answer may bring back: masked (every form of every secret that
 // SecretPatterns knows), or refused when it is encoded in a way masking cannot look into.
-#include "proxy/generation.h"
+#include "proxy/runtime/generation.h"
 #include "proxy/session/session.h"
 
 namespace sluice::proxy::session {

@@ -5,8 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include "policy/authority.h"
-#include "proxy/gateway_state.h"
-#include "proxy/generation.h"
+#include "proxy/runtime/gateway_state.h"
+#include "proxy/runtime/generation.h"
 #include "proxy/session/denial.h"
 #include "proxy/session/session.h"
 #include "proxy/tls/client_hello.h"

@@ -3,8 +3,8 @@
 // dialled in turn; then upstream TLS with SNI H, verified for H.
 #include <spdlog/spdlog.h>
 
-#include "proxy/gateway_state.h"
-#include "proxy/generation.h"
+#include "proxy/runtime/gateway_state.h"
+#include "proxy/runtime/generation.h"
 #include "proxy/session/denial.h"
 #include "proxy/session/session.h"
 

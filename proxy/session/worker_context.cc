@@ -1,6 +1,6 @@
 #include "proxy/session/worker_context.h"
 
-#include "proxy/gateway_state.h"
+#include "proxy/runtime/gateway_state.h"
 
 namespace sluice::proxy::session {
 

@@ -9,6 +9,7 @@
 #include <openssl/err.h>
 #include <openssl/x509.h>
 
+#include "certs/openssl_error.h"
 #include "certs/x509_util.h"
 
 namespace sluice::proxy::tls {
@@ -79,10 +80,6 @@ bool configureCommon(SSL_CTX* ctx) {
          SSL_CTX_set1_groups_list(ctx, kGroups) == 1;
 }
 
-Err<std::string> failure(const std::string& what) {
-  return Err{what + " (OpenSSL: " + certs::drainOpensslErrors() + ")"};
-}
-
 bool storeHasCertificate(SSL_CTX* ctx) {
   X509_STORE* store = SSL_CTX_get_cert_store(ctx);
   STACK_OF(X509_OBJECT)* objects = store != nullptr ? X509_STORE_get0_objects(store) : nullptr;
@@ -105,7 +102,7 @@ Result<Ok, std::string> loadTrustFile(SSL_CTX* ctx, const std::string& path) {
     return Err{"upstream.ca_file " + path + ": not a regular file"};
   }
   if (SSL_CTX_load_verify_file(ctx, path.c_str()) != 1) {
-    return failure("upstream.ca_file " + path +
+    return certs::opensslFailure("upstream.ca_file " + path +
                    ": cannot load it as PEM certificates (unreadable, empty, or not PEM)");
   }
   if (!storeHasCertificate(ctx)) {
@@ -139,7 +136,7 @@ Result<SslCtxPtr, std::string> makeUpstreamContext(const std::optional<std::stri
   SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
   if (!ctx || !configureCommon(ctx.get()) ||
       SSL_CTX_set_cipher_list(ctx.get(), kUpstreamTls12Ciphers) != 1) {
-    return failure("cannot create the upstream TLS context");
+    return certs::opensslFailure("cannot create the upstream TLS context");
   }
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
   if (ca_file) {
@@ -147,11 +144,11 @@ Result<SslCtxPtr, std::string> makeUpstreamContext(const std::optional<std::stri
       return Err{std::move(loaded).error()};
     }
   } else if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1) {
-    return failure("cannot use OpenSSL's default trust store");
+    return certs::opensslFailure("cannot use OpenSSL's default trust store");
   }
   // Unusually, 0 means success here.
   if (SSL_CTX_set_alpn_protos(ctx.get(), kAlpnWire, sizeof kAlpnWire) != 0) {
-    return failure("cannot set the upstream ALPN list");
+    return certs::opensslFailure("cannot set the upstream ALPN list");
   }
   SSL_CTX_set_session_cache_mode(ctx.get(),
                                  SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);

@@ -12,13 +12,11 @@
 #include <openssl/ssl.h>
 
 #include "base/result.h"
+#include "certs/openssl_ptr.h"
 
 namespace sluice::proxy::tls {
 
-struct SslCtxFree {
-  void operator()(SSL_CTX* ctx) const { SSL_CTX_free(ctx); }
-};
-using SslCtxPtr = std::unique_ptr<SSL_CTX, SslCtxFree>;
+using certs::SslCtxPtr;
 
 // The only application protocol sluice speaks on either side
 // (docs/threat-model.md#protocol-escapes: it never offers or accepts h2, so every request goes

@@ -13,16 +13,15 @@
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
 
+#include "certs/openssl_error.h"
 #include "certs/x509_util.h"
 
 namespace sluice::proxy::tls {
 
 namespace {
 
-struct SslFree {
-  void operator()(SSL* ssl) const { SSL_free(ssl); }
-};
-using SslPtr = std::unique_ptr<SSL, SslFree>;
+using certs::opensslFailure;
+using certs::SslPtr;
 
 // A FIFO of bytes in one contiguous vector: appends at the back, consumption advances an
 // offset (no memmove per read), and the consumed front is dropped only when the vector would
@@ -170,10 +169,6 @@ int recordVerifyFailure(int preverify_ok, X509_STORE_CTX* store) noexcept {
     record->depth = X509_STORE_CTX_get_error_depth(store);
   }
   return preverify_ok;
-}
-
-Err<std::string> opensslFailure(const std::string& what) {
-  return Err{what + " (OpenSSL: " + certs::drainOpensslErrors() + ")"};
 }
 
 bool isReceivedAlert(unsigned long code) {

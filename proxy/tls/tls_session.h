@@ -39,13 +39,11 @@
 #include <openssl/ssl.h>
 
 #include "base/result.h"
+#include "certs/openssl_ptr.h"
 
 namespace sluice::proxy::tls {
 
-struct SslSessionFree {
-  void operator()(SSL_SESSION* s) const { SSL_SESSION_free(s); }
-};
-using SslSessionPtr = std::unique_ptr<SSL_SESSION, SslSessionFree>;
+using certs::SslSessionPtr;
 
 enum class HandshakeStatus : std::uint8_t { Done, WantIo, Failed };
 

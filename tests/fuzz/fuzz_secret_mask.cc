@@ -12,13 +12,13 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/secrets/secret_patterns.h"
 #include "proxy/session/secret_mask.h"
-#include "proxy/session/secret_patterns.h"
 
 namespace {
 
 using sluice::proxy::session::SecretMask;
-using sluice::proxy::session::SecretPatterns;
+using sluice::proxy::SecretPatterns;
 
 std::string maskInPieces(const SecretPatterns& patterns, std::string_view text, std::uint8_t seed) {
   SecretMask mask;

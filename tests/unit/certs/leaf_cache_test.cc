@@ -41,23 +41,6 @@ using namespace std::string_view_literals;
 
 using test_support::TempDir;
 
-template <auto Free>
-struct FreeWith {
-  template <class T>
-  void operator()(T* p) const {
-    Free(p);
-  }
-};
-using BioPtr = std::unique_ptr<BIO, FreeWith<BIO_free_all>>;
-using StorePtr = std::unique_ptr<X509_STORE, FreeWith<X509_STORE_free>>;
-using StoreCtxPtr = std::unique_ptr<X509_STORE_CTX, FreeWith<X509_STORE_CTX_free>>;
-using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, FreeWith<GENERAL_NAMES_free>>;
-using BasicConstraintsPtr = std::unique_ptr<BASIC_CONSTRAINTS, FreeWith<BASIC_CONSTRAINTS_free>>;
-using BitStringPtr = std::unique_ptr<ASN1_BIT_STRING, FreeWith<ASN1_BIT_STRING_free>>;
-using EkuPtr = std::unique_ptr<EXTENDED_KEY_USAGE, FreeWith<EXTENDED_KEY_USAGE_free>>;
-using AkidPtr = std::unique_ptr<AUTHORITY_KEYID, FreeWith<AUTHORITY_KEYID_free>>;
-using BignumPtr = std::unique_ptr<BIGNUM, FreeWith<BN_free>>;
-using ExtensionPtr = std::unique_ptr<X509_EXTENSION, FreeWith<X509_EXTENSION_free>>;
 
 CertificateAuthority createOrDie(const std::string& dir) {
   auto made = CertificateAuthority::create(dir, "leaf test CA");
@@ -134,7 +117,7 @@ CertificateAuthority operatorCa(const TempDir& dir, EVP_PKEY* key, const CaOptio
     extensions.emplace_back(NID_subject_key_identifier, "hash");
   }
   for (auto [nid, value] : extensions) {
-    ExtensionPtr ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
+    X509ExtensionPtr ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
     EXPECT_TRUE(ext);
     X509_add_ext(cert.get(), ext.get(), -1);
   }
@@ -166,9 +149,9 @@ EvpPkeyPtr newKey(const char* type, const char* curve_or_null, std::size_t bits 
 // server, for `host` (a name or an IP literal), at `when`. Returns the X509_V_* result.
 int verify(X509* ca, X509* leaf, std::string_view host,
            system_clock::time_point when = system_clock::now()) {
-  StorePtr store(X509_STORE_new());
+  X509StorePtr store(X509_STORE_new());
   X509_STORE_add_cert(store.get(), ca);
-  StoreCtxPtr ctx(X509_STORE_CTX_new());
+  X509StoreCtxPtr ctx(X509_STORE_CTX_new());
   X509_STORE_CTX_init(ctx.get(), store.get(), leaf, nullptr);
   X509_STORE_CTX_set_purpose(ctx.get(), X509_PURPOSE_SSL_SERVER);
   X509_VERIFY_PARAM* param = X509_STORE_CTX_get0_param(ctx.get());
@@ -314,13 +297,13 @@ TEST(LeafCache, ExtensionsMakeItAServerLeafThatIsNoCa) {
   EXPECT_EQ(bc->ca, 0);
   EXPECT_EQ(X509_check_ca(cert), 0);
 
-  BitStringPtr ku(
+  Asn1BitStringPtr ku(
       static_cast<ASN1_BIT_STRING*>(X509_get_ext_d2i(cert, NID_key_usage, &critical, nullptr)));
   ASSERT_TRUE(ku);
   EXPECT_EQ(critical, 1);
   EXPECT_EQ(X509_get_key_usage(cert), static_cast<uint32_t>(KU_DIGITAL_SIGNATURE));
 
-  EkuPtr eku(static_cast<EXTENDED_KEY_USAGE*>(
+  ExtendedKeyUsagePtr eku(static_cast<EXTENDED_KEY_USAGE*>(
       X509_get_ext_d2i(cert, NID_ext_key_usage, &critical, nullptr)));
   ASSERT_TRUE(eku);
   ASSERT_EQ(sk_ASN1_OBJECT_num(eku.get()), 1);

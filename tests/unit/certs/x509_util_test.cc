@@ -11,17 +11,12 @@
 #include <openssl/bn.h>
 #include <openssl/err.h>
 
+#include "certs/openssl_ptr.h"
+
 namespace sluice::certs {
 namespace {
 
 using namespace std::string_view_literals;
-
-struct X509Free {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct BignumFree {
-  void operator()(BIGNUM* b) const { BN_free(b); }
-};
 
 TEST(CertificateHostKind, AcceptsCanonicalNames) {
   for (std::string_view host : {"pkg.test", "localhost", "a", "xn--bcher-kva.example", "a-b.c-d",
@@ -93,11 +88,11 @@ TEST(CertificateHostKind, RefusesEverythingElse) {
 }
 
 TEST(SetRandomSerial, IsPositiveAtMost159BitsAndRandom) {
-  std::unique_ptr<X509, X509Free> a(X509_new());
-  std::unique_ptr<X509, X509Free> b(X509_new());
+  X509Ptr a(X509_new());
+  X509Ptr b(X509_new());
   ASSERT_TRUE(setRandomSerial(a.get()));
   ASSERT_TRUE(setRandomSerial(b.get()));
-  std::unique_ptr<BIGNUM, BignumFree> serial(
+  BignumPtr serial(
       ASN1_INTEGER_to_BN(X509_get0_serialNumber(a.get()), nullptr));
   ASSERT_TRUE(serial);
   EXPECT_FALSE(BN_is_negative(serial.get()));
@@ -105,15 +100,6 @@ TEST(SetRandomSerial, IsPositiveAtMost159BitsAndRandom) {
   EXPECT_LE(BN_num_bits(serial.get()), kSerialBits);
   EXPECT_GT(BN_num_bits(serial.get()), 64);  // fails ~1 in 2^95
   EXPECT_NE(ASN1_INTEGER_cmp(X509_get0_serialNumber(a.get()), X509_get0_serialNumber(b.get())), 0);
-}
-
-TEST(DrainOpensslErrors, EmptiesTheQueue) {
-  EXPECT_EQ(drainOpensslErrors(), "no OpenSSL error reported");
-  ERR_raise(ERR_LIB_X509, X509_R_CERT_ALREADY_IN_HASH_TABLE);
-  ERR_raise(ERR_LIB_X509, X509_R_INVALID_DIRECTORY);
-  std::string text = drainOpensslErrors();
-  EXPECT_THAT(text, ::testing::HasSubstr("; "));
-  EXPECT_EQ(ERR_peek_error(), 0u);
 }
 
 }  // namespace

@@ -77,6 +77,9 @@ const Invalid kInvalid[] = {
     {"a:443", HostError::BadCharacter},
     {"::1", HostError::BadCharacter},
     {std::string("a\0b", 3), HostError::BadCharacter},
+    // A ClientHello's server name reaches canonicalisation raw (tls/client_hello_test): one
+    // with a NUL is refused, not cut at the NUL.
+    {std::string("allowed.test\0.evil.test", 23), HostError::BadCharacter},
     {"a\tb", HostError::BadCharacter},
     {"*.example.com", HostError::BadCharacter},
     {"b\xc3\xbc" "cher.example", HostError::NonAscii},

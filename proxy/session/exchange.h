@@ -17,6 +17,7 @@
 #include "proxy/dns/answer.h"
 #include "proxy/http/request_parser.h"
 #include "proxy/http/response_parser.h"
+#include "proxy/session/exchange_state.h"
 
 namespace sluice::proxy::session {
 
@@ -25,8 +26,28 @@ struct EvpMdCtxFree {
 };
 using EvpMdCtxPtr = std::unique_ptr<EVP_MD_CTX, EvpMdCtxFree>;
 
+// Where the upstream connection of an exchange came from.
+enum class UpstreamOrigin : std::uint8_t {
+  Dialled,    // connected for this request
+  Reused,     // the client's parked connection or a pooled one, re-checked for this request
+  Redialled,  // a reused one closed unanswered: sent again, once, on a connection dialled for it
+};
+
+// What becomes of the upstream connection when the exchange is over.
+enum class UpstreamAfter : std::uint8_t {
+  Keep,   // parked for this client's next request (if its response allows keep-alive)
+  Close,  // it sent bytes after its response, or answered before the request's end
+};
+
+// The sandbox's request rate: one token per request, allowed or not.
+enum class RateToken : std::uint8_t { NotTaken, Taken };
+
+// Whether the request's end was read before its upstream was ready: the whole body was held
+// (HoldingBody), or a bodiless request is sent again on a new connection.
+enum class RequestEnd : std::uint8_t { Pending, Read };
+
 struct Exchange {
-  bool active = false;
+  ExchangeState state = ExchangeState::Idle;
   std::uint64_t started_ms = 0;
   // uv_hrtime() when it began, and when its DNS lookup or connect began: the latency
   // histograms want better than the loop's millisecond clock.
@@ -52,33 +73,32 @@ struct Exchange {
   // one whose `inject` applies.
   const policy::Rule* matched_rule = nullptr;
   bool injected = false;  // the head carries a secret: wipe the buffers it passed through
+  RequestEnd request_end = RequestEnd::Pending;
 
   // Where it went.
   std::shared_ptr<const dns::Answer> answer;
   std::vector<policy::IpAddress> usable;
   std::size_t next_address = 0;
-  bool saw_timeout = false;
+  bool saw_timeout = false;  // a dial ran out of connect_timeout: the failure is a timeout
   std::optional<policy::Endpoint> upstream;
-  bool from_pool = false;
-  bool retried = false;
-  // It took its token of the sandbox's request rate (or was refused one): once per request.
-  bool rate_charged = false;
+  UpstreamOrigin origin = UpstreamOrigin::Dialled;
+  UpstreamAfter after = UpstreamAfter::Keep;
+  RateToken rate = RateToken::NotTaken;
 
   // What came back.
   int status = 0;
-  bool request_done = false;
-  bool response_head_sent = false;
-  bool response_done = false;
-  bool upstream_dirty = false;  // the upstream sent bytes after its response: never reuse it
   http::ResponseFraming to_client = http::ResponseFraming::None;
-  bool client_wants_close = false;
   std::uint64_t req_bytes = 0;
   std::uint64_t resp_bytes = 0;
   bool hashing = false;  // audit.hash_bodies
   EvpMdCtxPtr req_hash;
   EvpMdCtxPtr resp_hash;
 
-  // Clears everything for a new request; digests restart when `hash` is set.
+  bool inFlight() const { return session::inFlight(state); }
+  bool responseBegun() const { return session::responseBegun(state); }
+
+  // Clears everything for a new request (the state is the caller's); digests restart when
+  // `hash` is set.
   void reset(std::uint64_t now_ms, bool hash);
 };
 

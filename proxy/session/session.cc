@@ -11,6 +11,7 @@
 #include "proxy/generation.h"
 #include "proxy/http/head_writer.h"
 #include "proxy/session/denial.h"
+#include "proxy/session/state_change.h"
 #include "proxy/tls/client_hello.h"
 
 namespace sluice::proxy::session {
@@ -27,36 +28,6 @@ constexpr std::size_t kPipelineBudget = 16 * 1024;
 
 }  // namespace
 
-std::string_view Session::toString(State s) {
-  switch (s) {
-    case State::Sniffing:
-      return "Sniffing";
-    case State::ReadingProxyHead:
-      return "ReadingProxyHead";
-    case State::ReadingClientHello:
-      return "ReadingClientHello";
-    case State::TlsHandshake:
-      return "TlsHandshake";
-    case State::ReadingRequest:
-      return "ReadingRequest";
-    case State::HoldingBody:
-      return "HoldingBody";
-    case State::Resolving:
-      return "Resolving";
-    case State::Connecting:
-      return "Connecting";
-    case State::UpstreamTls:
-      return "UpstreamTls";
-    case State::Exchanging:
-      return "Exchanging";
-    case State::Lingering:
-      return "Lingering";
-    case State::Closing:
-      return "Closing";
-  }
-  return "?";
-}
-
 Session::Session(WorkerContext& context, std::shared_ptr<const Generation> generation,
                  const SandboxView& sandbox, std::uint64_t id, Listener listener)
     : ctx_(context),
@@ -71,7 +42,7 @@ Session::Session(WorkerContext& context, std::shared_ptr<const Generation> gener
   open_handles_ = 2;  // client_ and timer_ exist (initialised) from here on
   if (listener == Listener::Transparent) {
     mode_ = audit::Mode::Transparent;
-    state_ = State::Sniffing;
+    state_ = ConnectionState::Sniffing;  // where a redirected connection starts (not a move)
   }
   started_ms_ = last_progress_ms_ = uv_now(ctx_.loop);
   opened_as_.gateway = ctx_.state->open_connections.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -103,10 +74,28 @@ bool Session::start(int fd) {
   return true;
 }
 
-void Session::transition(State next) {
-  SPDLOG_DEBUG("[C{}] {} -> {}", id_, toString(state_), toString(next));
-  state_ = next;
+bool Session::transition(ConnectionState next) {
+  if (!changeState(ctx_, id_, kConnectionMachine, state_, next)) {
+    return false;
+  }
   updateReading();
+  return true;
+}
+
+bool Session::transition(ExchangeState next) {
+  if (!changeState(ctx_, id_, kExchangeMachine, exchange_.state, next)) {
+    return false;
+  }
+  updateReading();
+  return true;
+}
+
+bool Session::transition(ConnectorState next) {
+  if (!changeState(ctx_, id_, kConnectorMachine, connector_state_, next)) {
+    return false;
+  }
+  updateReading();
+  return true;
 }
 
 const policy::Sandbox& Session::sandbox() const { return *view_->sandbox; }
@@ -131,21 +120,25 @@ bool Session::takeUpCurrentGeneration() {
 }
 
 void Session::drain() {
-  draining_ = true;
-  close_after_exchange_ = true;
+  after_exchange_ = AfterExchange::Drain;
   // Idle between requests (nothing half-read): nothing in flight to finish.
-  if ((state_ == State::ReadingRequest || state_ == State::ReadingProxyHead) &&
-      client_plain_.size() == client_plain_offset_ && !exchange_.active) {
+  if ((state_ == ConnectionState::Serving || state_ == ConnectionState::ReadingProxyHead) &&
+      client_plain_.size() == client_plain_offset_ && !exchange_.inFlight()) {
     finishConnection();
+  }
+}
+
+void Session::closeAfterExchange() {
+  if (after_exchange_ == AfterExchange::ReadNext) {
+    after_exchange_ = AfterExchange::Close;
   }
 }
 
 void Session::abort() { close("shutdown"); }
 
 void Session::refuseConnection(policy::Reason reason, bool answer) {
-  exchange_.reset(uv_now(ctx_.loop), false);
-  exchange_.active = false;
-  exchange_.rate_charged = true;  // not a request: the connection limit is its reason
+  beginRecord(false);
+  exchange_.rate = RateToken::Taken;  // not a request: the connection limit is its reason
   std::string detail = "sandbox '" + sandbox().name + "' has all the connections it may have";
   if (answer && mode_ != audit::Mode::Transparent) {
     deny(reason, detail);
@@ -153,6 +146,7 @@ void Session::refuseConnection(policy::Reason reason, bool answer) {
   }
   SPDLOG_DEBUG("[C{}] refused: {}", id_, policy::toString(reason));
   writeAudit(policy::Verdict::Deny, reason, 0);
+  transition(ExchangeState::Denied);
   flushAudit();
   close("over limits.max_connections");
 }
@@ -169,7 +163,7 @@ void Session::refuseConnection(policy::Reason reason, bool answer) {
 // side. None of this costs an epoll_ctl while nothing is backed up: start and stop are no-ops
 // when reading already is as wanted.
 void Session::updateReading() {
-  if (state_ == State::Closing) {
+  if (closing()) {
     return;
   }
   bool upstream_backed_up = upstream_ && upstream_->stream.backedUp();
@@ -179,9 +173,8 @@ void Session::updateReading() {
     client_.stopReading();
   }
   if (upstream_) {
-    bool upstream_wanted =
-        state_ == State::UpstreamTls ||
-        (state_ == State::Exchanging && !exchange_.response_done && !client_.backedUp());
+    bool upstream_wanted = connector_state_ == ConnectorState::Handshaking ||
+                           (forwarding(exchange_.state) && !client_.backedUp());
     if (upstream_wanted && !upstream_backed_up) {
       upstream_->stream.startReading();
     } else {
@@ -192,37 +185,82 @@ void Session::updateReading() {
 
 bool Session::clientWanted(bool upstream_backed_up) const {
   switch (state_) {
-    case State::Sniffing:
-    case State::ReadingProxyHead:
-    case State::ReadingClientHello:
-    case State::TlsHandshake:
-    case State::ReadingRequest:
-    case State::Lingering:
+    case ConnectionState::Sniffing:
+    case ConnectionState::ReadingProxyHead:
+    case ConnectionState::ReadingClientHello:
+    case ConnectionState::TlsHandshake:
+    case ConnectionState::Lingering:
       return true;
-    case State::HoldingBody:
-      return held_body_.size() < kBodyScanBytes && !held_complete_;
-    case State::Exchanging:
-      // Until the request is complete its body is read as fast as the upstream takes it. Then
-      // reading goes on, so that the next request of a keep-alive client does not cost two
-      // epoll_ctl calls to stop and restart, but only while little is buffered: a pipelining
-      // client gets at most kPipelineBudget plus one read held for it.
-      return exchange_.request_done ? client_plain_.size() - client_plain_offset_ < kPipelineBudget
-                                    : !upstream_backed_up;
-    default:
+    case ConnectionState::Serving:
+      return exchangeWantsClientBytes(upstream_backed_up);
+    case ConnectionState::Closing:
+    case ConnectionState::Closed:
+      return false;
+  }
+  return false;
+}
+
+bool Session::exchangeWantsClientBytes(bool upstream_backed_up) const {
+  switch (exchange_.state) {
+    case ExchangeState::Idle:
+    case ExchangeState::Deciding:
+    case ExchangeState::Complete:
+    case ExchangeState::Denied:
+    case ExchangeState::Failed:
+      return true;  // the next request head
+    case ExchangeState::HoldingBody:
+      return held_body_.size() < kBodyScanBytes && exchange_.request_end == RequestEnd::Pending;
+    case ExchangeState::AwaitingUpstream:
       return false;  // a head is waiting for DNS or a connection: read nothing more meanwhile
+    case ExchangeState::SendingRequest:
+    case ExchangeState::RespondingWhileSending:
+    case ExchangeState::FinishingRequest:
+      // The body is read as fast as the upstream takes it.
+      return !upstream_backed_up;
+    case ExchangeState::AwaitingResponse:
+    case ExchangeState::Responding:
+      // The request is complete. Reading goes on, so that the next request of a keep-alive
+      // client does not cost two epoll_ctl calls to stop and restart, but only while little is
+      // buffered: a pipelining client gets at most kPipelineBudget plus one read held for it.
+      return client_plain_.size() - client_plain_offset_ < kPipelineBudget;
+  }
+  return false;
+}
+
+bool Session::parserMayRun() const {
+  if (state_ == ConnectionState::ReadingProxyHead) {
+    return true;
+  }
+  if (state_ != ConnectionState::Serving) {
+    return false;
+  }
+  switch (exchange_.state) {
+    case ExchangeState::Idle:
+    case ExchangeState::Complete:
+    case ExchangeState::Denied:
+    case ExchangeState::Failed:
+      return true;  // the next head
+    case ExchangeState::HoldingBody:
+      return exchange_.request_end == RequestEnd::Pending && held_body_.size() < kBodyScanBytes;
+    case ExchangeState::SendingRequest:
+    case ExchangeState::RespondingWhileSending:
+    case ExchangeState::FinishingRequest:
+      return true;  // the body
+    default:
+      return false;
   }
 }
 
 void Session::onRead(io::TcpStream& stream, std::span<const char> data) {
   Cork cork(*this);
   if (&stream == &client_) {
-    if (handshake_phase_) {
+    if (opening(state_)) {
       // The proxy head, the ClientHello and the TLS handshake: bounded by handshake_timeout.
       noteProgress();
     }
     onClientBytes(data);
   } else if (upstream_ && &stream == &upstream_->stream) {
-    if (state_ == State::Exchanging) {
+    if (forwarding(exchange_.state)) {
       noteProgress();  // the response (or the origin's TLS, bounded on its own: read())
     }
     onUpstreamBytes(data);
@@ -237,13 +275,21 @@ void Session::onRead(io::TcpStream& stream, std::span<const char> data) {
 
 void Session::onClientBytes(std::span<const char> data) {
   switch (state_) {
-    case State::Sniffing:
+    case ConnectionState::Sniffing:
       onFirstBytes(data);
       return;
-    case State::ReadingProxyHead:
-    case State::ReadingRequest:
-    case State::HoldingBody:
-    case State::Exchanging:
+    case ConnectionState::ReadingProxyHead:
+    case ConnectionState::Serving:
+      if (exchange_.state == ExchangeState::AwaitingUpstream) {
+        // Reading is stopped while a head waits for DNS or a connection, but one read may
+        // already have been under way. Keep the bytes for the parser.
+        if (client_tls_) {
+          client_tls_->feed(data);
+        } else {
+          client_plain_.append(data.data(), data.size());
+        }
+        return;
+      }
       if (client_tls_) {
         client_tls_->feed(data);
         pumpClientTls();
@@ -252,25 +298,18 @@ void Session::onClientBytes(std::span<const char> data) {
         processClientPlaintext();
       }
       return;
-    case State::ReadingClientHello:
+    case ConnectionState::ReadingClientHello:
       hello_.append(data.data(), data.size());
       processClientHello();
       return;
-    case State::TlsHandshake:
+    case ConnectionState::TlsHandshake:
       client_tls_->feed(data);
       pumpClientTls();
       return;
-    case State::Lingering:
+    case ConnectionState::Lingering:
+    case ConnectionState::Closing:
+    case ConnectionState::Closed:
       return;  // drained and dropped: sluice has said its last word
-    default:
-      // Resolving, Connecting, UpstreamTls: reading is stopped, but one read may already have
-      // been under way. Keep the bytes for the parser.
-      if (client_tls_) {
-        client_tls_->feed(data);
-      } else {
-        client_plain_.append(data.data(), data.size());
-      }
-      return;
   }
 }
 
@@ -312,7 +351,7 @@ void Session::sendClientFinal(std::string_view bytes) {
 }
 
 void Session::flushCorked() {
-  if (state_ == State::Closing) {
+  if (closing()) {
     client_out_.clear();
     upstream_out_.clear();
     return;
@@ -331,7 +370,7 @@ void Session::writeClientNow(std::string_view bytes) {
 }
 
 void Session::sealClient(std::string_view bytes) {
-  if (bytes.empty() || state_ == State::Closing) {
+  if (bytes.empty() || closing()) {
     return;
   }
   if (!client_tls_) {
@@ -344,7 +383,7 @@ void Session::sealClient(std::string_view bytes) {
 }
 
 void Session::pushClientCiphertext() {
-  if (!client_tls_ || state_ == State::Closing) {
+  if (!client_tls_ || closing()) {
     return;
   }
   std::span<const char> out = client_tls_->peekCiphertext();
@@ -356,9 +395,7 @@ void Session::pushClientCiphertext() {
 
 // Feeds buffered client plaintext to the request parser for as long as the state lets it.
 void Session::processClientPlaintext() {
-  while (state_ == State::ReadingProxyHead || state_ == State::ReadingRequest ||
-         (state_ == State::HoldingBody && !held_complete_ && held_body_.size() < kBodyScanBytes) ||
-         (state_ == State::Exchanging && !exchange_.request_done)) {
+  while (parserMayRun()) {
     std::span<const char> pending(client_plain_.data() + client_plain_offset_,
                                   client_plain_.size() - client_plain_offset_);
     if (pending.empty() && !message_end_pending_) {
@@ -370,15 +407,15 @@ void Session::processClientPlaintext() {
     if (event.consumed > 0) {
       noteProgress();  // request bytes used: a head (bounded on its own, below) or a body
     }
-    if (state_ == State::Closing) {
+    if (closing()) {
       return;
     }
     if (event.kind == http::EventKind::NeedMore) {
-      if (state_ == State::HoldingBody && held_body_.size() >= kBodyScanBytes) {
+      if (exchange_.state == ExchangeState::HoldingBody && held_body_.size() >= kBodyScanBytes) {
         finishHolding();  // it continues parsing itself once the exchange has started
         return;
       }
-      if (state_ == State::ReadingRequest && event.consumed > 0 && phase_deadline_ms_ == 0) {
+      if (betweenRequests() && event.consumed > 0 && phase_deadline_ms_ == 0) {
         // A head has begun: it must be complete within handshake_timeout, however slowly its
         // bytes trickle in (each byte would otherwise reset the idle timer: slowloris, R1).
         phase_deadline_ms_ = uv_now(ctx_.loop) +
@@ -389,7 +426,7 @@ void Session::processClientPlaintext() {
     }
     if (event.kind == http::EventKind::Error) {
       SPDLOG_DEBUG("[C{}] bad request: {}", id_, event.detail);
-      if (!exchange_.active) {
+      if (!exchange_.inFlight()) {
         describeRefusedHead();
       }
       deny(event.error == http::ParseError::HeaderTooLarge ? policy::Reason::HeaderTooLarge
@@ -401,10 +438,10 @@ void Session::processClientPlaintext() {
       onConnectHead();
     } else if (event.kind == http::EventKind::HeadComplete) {
       message_end_pending_ = true;
-      if (state_ == State::ReadingRequest) {
+      if (betweenRequests()) {
         phase_deadline_ms_ = 0;
       }
-      if (state_ == State::ReadingProxyHead) {
+      if (state_ == ConnectionState::ReadingProxyHead) {
         onProxyHead();
       } else {
         onRequestHead();
@@ -412,10 +449,11 @@ void Session::processClientPlaintext() {
     } else if (event.kind == http::EventKind::MessageComplete) {
       onRequestComplete();
     }
-    if (state_ == State::Closing || state_ == State::Lingering) {
+    if (closing() || state_ == ConnectionState::Lingering) {
       return;
     }
-    if (state_ == State::HoldingBody && (held_complete_ || held_body_.size() >= kBodyScanBytes)) {
+    if (exchange_.state == ExchangeState::HoldingBody &&
+        (exchange_.request_end == RequestEnd::Read || held_body_.size() >= kBodyScanBytes)) {
       finishHolding();
       return;
     }
@@ -435,7 +473,7 @@ void Session::processClientPlaintext() {
 // on the explicit listener, which mode it was asking for.
 void Session::describeRefusedHead() {
   http::RequestParser::PartialHead seen = request_parser_.partialHead();
-  exchange_.reset(uv_now(ctx_.loop), false);
+  beginRecord(false);
   if (!seen.method.empty()) {
     exchange_.method.assign(seen.method);
   }
@@ -443,9 +481,9 @@ void Session::describeRefusedHead() {
     exchange_.host_header.emplace(seen.host);
   }
   bool origin_form = seen.target.starts_with('/');
-  if (tunnel_) {
+  if (tunnel()) {
     exchange_.url = "https://" + connect_authority_ + (origin_form ? std::string(seen.target) : "");
-  } else if (state_ == State::ReadingProxyHead || mode_ == audit::Mode::Forward) {
+  } else if (state_ == ConnectionState::ReadingProxyHead || mode_ == audit::Mode::Forward) {
     if (seen.method == "CONNECT") {
       mode_ = audit::Mode::Connect;
       exchange_.url = "https://" + std::string(seen.target);
@@ -463,9 +501,8 @@ void Session::describeRefusedHead() {
 // absolute-form request (SPEC §5.1). Each request on this connection names its own host.
 void Session::onProxyHead() {
   mode_ = audit::Mode::Forward;
-  handshake_phase_ = false;
   phase_deadline_ms_ = 0;
-  transition(State::ReadingRequest);
+  transition(ConnectionState::Serving);
   onRequestHead();
 }
 
@@ -486,15 +523,16 @@ void Session::deny(policy::Reason reason, std::string_view detail) {
   SPDLOG_DEBUG("[C{}] deny {}: {}", id_, info.token, detail);
   scratch_.clear();
   appendDenial(scratch_, reason, detail);
-  if (!exchange_.response_head_sent) {
+  const bool head_sent = exchange_.responseBegun();
+  if (!head_sent) {
     sendClient(scratch_);
   }
-  if (state_ == State::Closing) {
+  if (closing()) {
     return;
   }
-  writeAudit(policy::Verdict::Deny, reason,
-             exchange_.response_head_sent ? exchange_.status : info.http_status);
-  exchange_.active = false;
+  writeAudit(policy::Verdict::Deny, reason, head_sent ? exchange_.status : info.http_status);
+  transition(ExchangeState::Denied);
+  cancelConnector();
   if (upstream_) {
     releaseUpstream(false);
   }
@@ -506,7 +544,7 @@ bool Session::refuseIfAuditUnavailable() {
     return false;
   }
   constexpr std::string_view kDetail = "the audit log cannot be written; try again later";
-  if (state_ == State::ReadingClientHello) {
+  if (state_ == ConnectionState::ReadingClientHello) {
     // No TLS session to answer over: an alert, as for any refused ClientHello.
     refuseTunnel(policy::Reason::AuditUnavailable, tls::kAlertInternalError, kDetail);
   } else {
@@ -580,7 +618,7 @@ void Session::flushAudit() {
 // Says goodbye politely: close_notify inside TLS, FIN, then drain the client's input for a
 // moment so our last bytes are not destroyed by an RST.
 void Session::finishConnection() {
-  if (state_ == State::Closing || state_ == State::Lingering) {
+  if (closing() || state_ == ConnectionState::Lingering) {
     return;
   }
   flushAudit();   // the record before the answer's last bytes, and before the connection closes
@@ -588,47 +626,59 @@ void Session::finishConnection() {
   if (client_tls_ && client_tls_->handshakeDone()) {
     client_tls_->shutdown();
     sendClient({});
-    if (state_ == State::Closing) {
+    if (closing()) {
       return;
     }
   }
+  cancelConnector();
   if (upstream_) {
     releaseUpstream(false);
   }
   unpark();
-  lookup_.reset();
   flushAudit();  // (a record of what just happened, if any)
   client_.shutdownWrite();
   phase_deadline_ms_ = uv_now(ctx_.loop) + kLingerMs;
-  transition(State::Lingering);
+  transition(ConnectionState::Lingering);
   armTimer();
 }
 
 void Session::close(std::string_view why) {
-  if (state_ == State::Closing) {
+  if (closing()) {
     return;
   }
   SPDLOG_DEBUG("[C{}] close: {}", id_, why);
-  if (exchange_.active) {
+  if (exchange_.inFlight()) {
     // Cut short (the client reset, shutdown_grace ran out): the request still gets its record,
     // with what was sent so far.
     writeAudit(exchange_.verdict,
                exchange_.verdict == policy::Verdict::Report ? exchange_.policy_reason
                                                             : policy::Reason::None,
-               exchange_.response_head_sent ? exchange_.status : 0);
-    exchange_.active = false;
+               exchange_.responseBegun() ? exchange_.status : 0);
+    transition(ExchangeState::Failed);
   }
-  state_ = State::Closing;
-  lookup_.reset();  // cancel-on-destroy: the resolver will not call back
+  transition(ConnectionState::Closing);
+  cancelConnector();  // cancel-on-destroy: the resolver will not call back
   flushAudit();
   client_.close();
-  timer_.close([this] {
-    if (--open_handles_ == 0) {
-      ctx_.finished(this);
-    }
-  });
+  timer_.close([this] { handleClosed(); });
   retireUpstream();
   unpark();
+}
+
+void Session::handleClosed() {
+  if (--open_handles_ == 0) {
+    transition(ConnectionState::Closed);
+    ctx_.finished(this);
+  }
+}
+
+void Session::cancelConnector() {
+  lookup_.reset();  // cancel-on-destroy: the resolver will not call back
+  if (connector_state_ == ConnectorState::Resolving ||
+      connector_state_ == ConnectorState::Connecting ||
+      connector_state_ == ConnectorState::Handshaking) {
+    transition(ConnectorState::Idle);
+  }
 }
 
 void Session::retireUpstream() {
@@ -644,37 +694,34 @@ void Session::onEof(io::TcpStream& stream) {
   Cork cork(*this);
   if (&stream == &client_) {
     // Nothing decided yet (no head, or only part of one): nothing to finish.
-    if (state_ == State::Lingering || (state_ == State::ReadingRequest && !exchange_.active) ||
-        state_ == State::Sniffing || state_ == State::ReadingProxyHead ||
-        state_ == State::ReadingClientHello || state_ == State::TlsHandshake) {
+    if (state_ == ConnectionState::Lingering || betweenRequests() || opening(state_)) {
       close("client closed");
       return;
     }
-    if (state_ == State::HoldingBody && !held_complete_) {
+    if (exchange_.state == ExchangeState::HoldingBody &&
+        exchange_.request_end == RequestEnd::Pending) {
       deny(policy::Reason::BadRequest, "client closed mid-request");
       return;
     }
     // A request is in flight: finish what can be finished, then close.
-    close_after_exchange_ = true;
-    exchange_.client_wants_close = true;
-    if (state_ == State::Exchanging && !exchange_.request_done) {
+    closeAfterExchange();
+    if (readingRequestBody(exchange_.state)) {
       // The body will never complete: the upstream cannot get a valid request.
       upstreamFailed(policy::Reason::BadRequest, "client closed mid-request");
     }
     return;
   }
   if (upstream_ && &stream == &upstream_->stream) {
-    if (state_ == State::Exchanging && !exchange_.response_done) {
+    if (forwarding(exchange_.state)) {
       http::ParseEvent event = response_parser_.finish();
       if (event.kind == http::EventKind::MessageComplete) {
+        // The close ends a body that runs until it (only after a head: the response began).
         flushResponseMask();
-        exchange_.response_done = true;
         if (exchange_.to_client == http::ResponseFraming::Chunked ||
             exchange_.to_client == http::ResponseFraming::UntilClose) {
           sendClientFinal(http::kLastChunk);
         }
-        releaseUpstream(false);
-        finishExchange();
+        onResponseEndedByClose();
         return;
       }
     }
@@ -701,7 +748,7 @@ void Session::onDrained(io::TcpStream&) {
   Cork cork(*this);
   noteProgress();  // the peer took what it was sent
   updateReading();
-  if (state_ == State::Exchanging && !exchange_.request_done) {
+  if (state_ == ConnectionState::Serving && readingRequestBody(exchange_.state)) {
     processClientPlaintext();
   }
 }
@@ -713,9 +760,7 @@ void Session::onClosed(io::TcpStream& stream) {
       break;
     }
   }
-  if (--open_handles_ == 0) {
-    ctx_.finished(this);
-  }
+  handleClosed();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -723,7 +768,7 @@ void Session::onClosed(io::TcpStream& stream) {
 // (handshake, connect, linger).
 
 void Session::armTimer() {
-  if (state_ == State::Closing) {
+  if (closing()) {
     return;
   }
   const auto& limits = config().limits;
@@ -747,8 +792,7 @@ void Session::armTimer() {
 // space go back after a second without a request (not at once: a busy client would pay for the
 // memory twice per request). What a connection costs idle is what sluice costs at scale.
 void Session::releaseIdleBuffers() {
-  if (state_ != State::ReadingRequest || exchange_.active ||
-      client_plain_.size() != client_plain_offset_ || cork_depth_ > 0) {
+  if (!betweenRequests() || client_plain_.size() != client_plain_offset_ || cork_depth_ > 0) {
     return;
   }
   unpark();  // an idle client's upstream may serve another client meanwhile
@@ -780,33 +824,36 @@ void Session::onTimer() {
     armTimer();  // progress moved the idle deadline on
     return;
   }
-  switch (state_) {
-    case State::Lingering:
-      close("linger over");
+  if (state_ == ConnectionState::Lingering) {
+    close("linger over");
+    return;
+  }
+  if (state_ == ConnectionState::Serving) {
+    if (connector_state_ == ConnectorState::Connecting && phase_over) {
+      exchange_.saw_timeout = true;  // this address took connect_timeout: try the next
+      retireUpstream();
+      connectNext();
       return;
-    case State::Connecting:
-      if (phase_over) {
-        exchange_.saw_timeout = true;
-        retireUpstream();
-        connectNext();
-        return;
-      }
-      [[fallthrough]];
-    case State::UpstreamTls:
-    case State::Resolving:
-    case State::Exchanging:
-      if (!exchange_.response_head_sent) {
+    }
+    if (exchange_.state == ExchangeState::AwaitingUpstream || forwarding(exchange_.state) ||
+        exchange_.state == ExchangeState::FinishingRequest) {
+      if (!exchange_.responseBegun()) {
+        if (connector_state_ == ConnectorState::Resolving ||
+            connector_state_ == ConnectorState::Connecting ||
+            connector_state_ == ConnectorState::Handshaking) {
+          lookup_.reset();
+          transition(ConnectorState::Failed);
+        }
         upstreamFailed(policy::Reason::UpstreamTimeout, "no answer in time");
       } else {
         close("idle during the response");
       }
       return;
-    default:
-      // The handshake, or a request head, took too long, or the connection idled between
-      // requests: nothing was asked, so nothing is answered.
-      close(phase_over ? "handshake or request head too slow" : "idle timeout");
-      return;
+    }
   }
+  // The handshake, or a request head, took too long, or the connection idled between requests
+  // (or while its request body was held): nothing was asked, so nothing is answered.
+  close(phase_over ? "handshake or request head too slow" : "idle timeout");
 }
 
 }  // namespace sluice::proxy::session

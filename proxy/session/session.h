@@ -51,6 +51,8 @@
 #include "proxy/http/response_parser.h"
 #include "proxy/io/tcp_stream.h"
 #include "proxy/io/timer.h"
+#include "proxy/session/connection_state.h"
+#include "proxy/session/connector_state.h"
 #include "proxy/session/exchange.h"
 #include "proxy/session/secret_mask.h"
 #include "proxy/session/upstream_pool.h"
@@ -74,21 +76,12 @@ class Session : private io::TcpStream::Handler,
   // first byte, and H is the SNI or the Host.
   enum class Listener : std::uint8_t { Explicit, Transparent };
 
-  enum class State : std::uint8_t {
-    Sniffing,
-    ReadingProxyHead,
-    ReadingClientHello,
-    TlsHandshake,
-    ReadingRequest,
-    HoldingBody,  // secrets configured: the first 64 KiB of a body is read before any dialling
-    Resolving,
-    Connecting,
-    UpstreamTls,
-    Exchanging,
-    Lingering,
-    Closing,
+  // What happens when the exchange in progress is over.
+  enum class AfterExchange : std::uint8_t {
+    ReadNext,  // keep-alive: the next request
+    Close,     // the client or the response asked to close, or the client closed its side
+    Drain,     // the worker drains (or the sandbox went): close, keep no upstream either
   };
-  static std::string_view toString(State s);
 
   // `sandbox` is one of `generation`'s.
   Session(WorkerContext& context, std::shared_ptr<const Generation> generation,
@@ -121,7 +114,7 @@ class Session : private io::TcpStream::Handler,
   OpenCount openedAs() const { return opened_as_; }
 
   std::uint64_t id() const { return id_; }
-  State state() const { return state_; }
+  ConnectionState state() const { return state_; }
   // The sandbox's long-lived part (CA, counters): the same across the generations this
   // connection may see.
   SandboxRuntime& runtime() const { return *runtime_; }
@@ -266,10 +259,37 @@ class Session : private io::TcpStream::Handler,
   void flushAudit();
   void finishConnection();
   void close(std::string_view why);
+  // A handle closed; the last one moves the connection to Closed and hands it back.
+  void handleClosed();
+  bool closing() const {
+    return state_ == ConnectionState::Closing || state_ == ConnectionState::Closed;
+  }
+  // The exchange in progress is the last: the connection closes after it (unless it drains).
+  void closeAfterExchange();
+  // Resets the exchange for a new request or record (the state moves to Deciding).
+  void beginRecord(bool hash);
+  // The connector stops (the lookup is cancelled; a socket being dialled is the caller's).
+  void cancelConnector();
+  // The upstream's close ended a response that runs until it.
+  void onResponseEndedByClose();
   void armTimer();
   void releaseIdleBuffers();
   void onTimer();
-  void transition(State next);
+  // The one way the connection's state changes: false (logged; an assertion in debug builds)
+  // for a move kConnectionMachine does not list, and the state stays.
+  bool transition(ConnectionState next);
+  bool transition(ExchangeState next);
+  bool transition(ConnectorState next);
+  // TLS was terminated: H is fixed for the connection (CONNECT, or transparent TLS).
+  bool tunnel() const { return client_tls_.has_value(); }
+  // The request in progress is not complete yet: its body (or head) is read from the client.
+  bool exchangeWantsClientBytes(bool upstream_backed_up) const;
+  // The request parser may be fed (a head, or the body of the request in progress).
+  bool parserMayRun() const;
+  // Serving, and no request in progress: waiting for the next head.
+  bool betweenRequests() const {
+    return state_ == ConnectionState::Serving && !exchange_.inFlight();
+  }
 
   WorkerContext& ctx_;
   // The generation this connection's current request (or handshake) is judged by, and this
@@ -278,9 +298,10 @@ class Session : private io::TcpStream::Handler,
   const SandboxView* view_;
   std::shared_ptr<SandboxRuntime> runtime_;
   std::uint64_t id_;
-  State state_ = State::ReadingProxyHead;
+  ConnectionState state_ = ConnectionState::ReadingProxyHead;
+  ConnectorState connector_state_ = ConnectorState::Idle;
+  AfterExchange after_exchange_ = AfterExchange::ReadNext;
   audit::Mode mode_ = audit::Mode::Connect;
-  bool tunnel_ = false;  // TLS terminated, H fixed for the connection (CONNECT or transparent)
   std::optional<policy::Endpoint> orig_dst_;  // transparent: where the sandbox was going
   std::uint64_t started_ms_ = 0;
   OpenCount opened_as_;
@@ -292,9 +313,6 @@ class Session : private io::TcpStream::Handler,
   std::uint64_t phase_deadline_ms_ = 0;    // handshake, connect or linger deadline; 0: none
   std::uint64_t release_deadline_ms_ = 0;  // idle between requests: give buffers back then
   std::uint64_t armed_for_ms_ = 0;         // when the timer fires (0: not armed)
-  bool handshake_phase_ = true;
-  bool draining_ = false;
-  bool close_after_exchange_ = false;
   bool audited_connection_ = false;  // a record was written for this connection
   int open_handles_ = 0;
 
@@ -324,7 +342,6 @@ class Session : private io::TcpStream::Handler,
   // HoldingBody: the decoded start of the body (a little over 64 KiB at most), scanned for
   // placeholders before anything is forwarded; sent ahead of the rest once the exchange starts.
   std::string held_body_;
-  bool held_complete_ = false;  // the whole body is in held_body_
   // SPEC §5.5: how much of a request body is looked at for placeholders.
   static constexpr std::size_t kBodyScanBytes = 64 * 1024;
   int cork_depth_ = 0;

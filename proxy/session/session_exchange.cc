@@ -41,7 +41,6 @@ bool safeToRepeat(std::string_view method) {
 }  // namespace
 
 void Exchange::reset(std::uint64_t now_ms, bool hash) {
-  active = true;
   started_ms = now_ms;
   started_ns = uv_hrtime();
   phase_started_ns = 0;
@@ -61,21 +60,17 @@ void Exchange::reset(std::uint64_t now_ms, bool hash) {
   rule.clear();
   matched_rule = nullptr;
   injected = false;
+  request_end = RequestEnd::Pending;
   answer.reset();
   usable.clear();
   next_address = 0;
   saw_timeout = false;
   upstream.reset();
-  from_pool = false;
-  retried = false;
-  rate_charged = false;
+  origin = UpstreamOrigin::Dialled;
+  after = UpstreamAfter::Keep;
+  rate = RateToken::NotTaken;
   status = 0;
-  request_done = false;
-  response_head_sent = false;
-  response_done = false;
-  upstream_dirty = false;
   to_client = http::ResponseFraming::None;
-  client_wants_close = false;
   req_bytes = 0;
   resp_bytes = 0;
   hashing = hash;
@@ -87,6 +82,11 @@ void Exchange::reset(std::uint64_t now_ms, bool hash) {
     EVP_DigestInit_ex(req_hash.get(), EVP_sha256(), nullptr);
     EVP_DigestInit_ex(resp_hash.get(), EVP_sha256(), nullptr);
   }
+}
+
+void Session::beginRecord(bool hash) {
+  exchange_.reset(uv_now(ctx_.loop), hash);
+  transition(ExchangeState::Deciding);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -108,7 +108,7 @@ policy::Decision Session::decideRequest(std::span<const policy::IpAddress> addre
   facts.target_host = exchange_.target_host;
   facts.port = exchange_.port;
   facts.scheme = exchange_.scheme;
-  if (tunnel_) {
+  if (tunnel()) {
     facts.sni_state = sni_state_;
     facts.sni = sni_;
   }
@@ -121,10 +121,10 @@ policy::Decision Session::decideRequest(std::span<const policy::IpAddress> addre
 // Every request of the sandbox takes a token, allowed or not (a refused one costs a record):
 // a sandbox over its rate gets 429s, and the others keep their share of the gateway.
 bool Session::chargeRequest() {
-  if (exchange_.rate_charged) {
+  if (exchange_.rate == RateToken::Taken) {
     return true;
   }
-  exchange_.rate_charged = true;
+  exchange_.rate = RateToken::Taken;
   return view_->rate == nullptr || view_->rate->take(uv_hrtime());
 }
 
@@ -148,7 +148,7 @@ void Session::onRequestHead() {
   }
   const http::RequestHead& head = request_parser_.head();
   release_deadline_ms_ = 0;
-  exchange_.reset(uv_now(ctx_.loop), config().audit.hash_bodies);
+  beginRecord(config().audit.hash_bodies);
   exchange_.method.assign(head.method);
   exchange_.request_framing = head.framing;
   exchange_.request_keep_alive = head.keep_alive;
@@ -158,7 +158,7 @@ void Session::onRequestHead() {
   }
   exchange_.origin_target.assign(head.absolute_form ? head.origin_target : head.target);
 
-  if (tunnel_) {
+  if (tunnel()) {
     exchange_.scheme = policy::Scheme::Https;
     exchange_.target_host = connect_host_;
     exchange_.port = connect_port_;
@@ -241,12 +241,11 @@ void Session::onRequestHead() {
     return;  // before any DNS query or connection for it
   }
   held_body_.clear();
-  held_complete_ = false;
   if (!config().secrets.empty() && exchange_.request_framing != http::BodyFraming::None) {
     // A placeholder may also be in the body (SPEC §5.5): its first 64 KiB is read and looked at
     // before anything is forwarded or even resolved. A client waiting for 100-continue gets it
     // from sluice, or it would wait for an upstream that is not asked yet.
-    transition(State::HoldingBody);
+    transition(ExchangeState::HoldingBody);
     if (head.expect_continue) {
       sendClient("HTTP/1.1 100 Continue\r\n\r\n");
     }
@@ -293,16 +292,26 @@ bool Session::refuseSecretMisuse() {
 }
 
 void Session::onRequestComplete() {
-  if (state_ == State::HoldingBody) {
-    held_complete_ = true;  // sent, with its end, when the exchange starts
-    return;
+  switch (exchange_.state) {
+    case ExchangeState::HoldingBody:
+      exchange_.request_end = RequestEnd::Read;  // sent, with its end, when the exchange starts
+      return;
+    case ExchangeState::SendingRequest:
+    case ExchangeState::RespondingWhileSending:
+      if (exchange_.request_framing == http::BodyFraming::Chunked) {
+        sendUpstream(http::kLastChunk);
+      }
+      transition(exchange_.state == ExchangeState::SendingRequest ? ExchangeState::AwaitingResponse
+                                                                  : ExchangeState::Responding);
+      return;
+    case ExchangeState::FinishingRequest:
+      // The response was complete already: the exchange is.
+      updateReading();
+      finishExchange();
+      return;
+    default:
+      return;  // (the parser runs in no other state)
   }
-  if (exchange_.request_framing == http::BodyFraming::Chunked && !exchange_.response_done) {
-    sendUpstream(http::kLastChunk);
-  }
-  exchange_.request_done = true;
-  updateReading();
-  finishExchange();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -314,7 +323,7 @@ void Session::startExchange() {
   if (refuseSecretMisuse()) {
     return;
   }
-  transition(State::Exchanging);
+  transition(ExchangeState::SendingRequest);
   ++upstream_->exchanges;
   const http::RequestHead& head = request_parser_.head();
   std::string host_value = canonicalAuthority();
@@ -334,12 +343,12 @@ void Session::startExchange() {
     }
     std::string().swap(held_body_);
   }
-  if (held_complete_) {
-    held_complete_ = false;
+  if (exchange_.request_end == RequestEnd::Read) {
+    // The whole body was held, or a bodiless request is sent again: its end is here already.
     if (exchange_.request_framing == http::BodyFraming::Chunked) {
       sendUpstream(http::kLastChunk);
     }
-    exchange_.request_done = true;
+    transition(ExchangeState::AwaitingResponse);
   }
   response_parser_.reset();
   response_parser_.expect(exchange_.method);
@@ -416,11 +425,11 @@ void Session::onRequestBody(std::span<const char> data) {
   if (exchange_.hashing) {
     EVP_DigestUpdate(exchange_.req_hash.get(), data.data(), data.size());
   }
-  if (state_ == State::HoldingBody) {
+  if (exchange_.state == ExchangeState::HoldingBody) {
     held_body_.append(data.data(), data.size());
     return;
   }
-  if (exchange_.response_done) {
+  if (exchange_.state == ExchangeState::FinishingRequest) {
     return;  // the upstream already answered: the rest of the body goes nowhere
   }
   if (exchange_.request_framing == http::BodyFraming::Chunked) {
@@ -433,12 +442,12 @@ void Session::onRequestBody(std::span<const char> data) {
 }
 
 void Session::onUpstreamBytes(std::span<const char> data) {
-  if (state_ == State::UpstreamTls) {
+  if (connector_state_ == ConnectorState::Handshaking) {
     upstream_->tls->feed(data);
     pumpUpstreamTls();
     return;
   }
-  if (state_ != State::Exchanging) {
+  if (!forwarding(exchange_.state)) {
     return;
   }
   if (!upstream_->tls) {
@@ -451,7 +460,7 @@ void Session::onUpstreamBytes(std::span<const char> data) {
           upstream_->tls->read(std::span<char>(t_upstream_plain, kPlainChunk), &n);
       if (status == tls::ReadStatus::Data) {
         processUpstreamPlaintext(std::span<const char>(t_upstream_plain, n));
-        if (!upstream_ || state_ != State::Exchanging || exchange_.response_done) {
+        if (!upstream_ || !forwarding(exchange_.state)) {
           return;
         }
         continue;
@@ -475,16 +484,12 @@ void Session::processUpstreamPlaintext(std::span<const char> data) {
   // After a head the parser may report the message's end without another byte (HEAD, 204,
   // 304, Content-Length: 0), so it is fed once more even when `data` is used up.
   bool end_pending = false;
-  while ((!data.empty() || end_pending) && upstream_ && state_ == State::Exchanging) {
-    if (exchange_.response_done) {
-      exchange_.upstream_dirty = !data.empty();  // bytes after the response: never reuse it
-      return;
-    }
+  while ((!data.empty() || end_pending) && upstream_ && forwarding(exchange_.state)) {
     end_pending = false;
     http::ParseEvent event = response_parser_.feed(data, *this);
     bool more = data.size() > event.consumed;
     data = data.subspan(event.consumed);
-    if (state_ == State::Closing || !upstream_) {
+    if (closing() || !upstream_) {
       return;
     }
     switch (event.kind) {
@@ -503,7 +508,8 @@ void Session::processUpstreamPlaintext(std::span<const char> data) {
         end_pending = true;
         break;
       case http::EventKind::MessageComplete:
-        exchange_.upstream_dirty = more;
+        // Bytes after the response: the upstream is in no known state, never reuse it.
+        exchange_.after = more ? UpstreamAfter::Close : UpstreamAfter::Keep;
         onResponseComplete();
         return;
       default:
@@ -531,8 +537,8 @@ void Session::onResponseHead() {
                                                     : http::ResponseFraming::None;
       break;
   }
-  if (!exchange_.request_keep_alive || draining_ || exchange_.client_wants_close) {
-    close_after_exchange_ = true;
+  if (!exchange_.request_keep_alive) {
+    closeAfterExchange();
   }
   if (refuseEncodedResponse(head)) {
     return;
@@ -541,13 +547,19 @@ void Session::onResponseHead() {
   // masking knows (README, "Credential brokering").
   response_mask_.reset(exchange_.injected ? &generation_->secrets->patterns() : nullptr);
   scratch_.clear();
-  http::writeResponseHead(scratch_, head, exchange_.to_client, close_after_exchange_);
+  http::writeResponseHead(scratch_, head, exchange_.to_client,
+                          after_exchange_ != AfterExchange::ReadNext);
   // A bodiless answer (HEAD, 204, 304, Content-Length: 0) is complete with its head.
   bool bodiless =
       head.framing == http::ResponseFraming::None ||
       (head.framing == http::ResponseFraming::ContentLength && head.content_length == 0);
   sendResponseHead(scratch_, bodiless);
-  exchange_.response_head_sent = true;
+  if (closing()) {
+    return;
+  }
+  transition(exchange_.state == ExchangeState::SendingRequest
+                 ? ExchangeState::RespondingWhileSending
+                 : ExchangeState::Responding);
 }
 
 void Session::onResponseBody(std::span<const char> data) {
@@ -599,34 +611,46 @@ void Session::onResponseComplete() {
   if (exchange_.to_client == http::ResponseFraming::Chunked) {
     sendClientFinal(http::kLastChunk);
   }
-  exchange_.response_done = true;
-  if (!exchange_.request_done) {
+  if (exchange_.state == ExchangeState::RespondingWhileSending) {
     // The upstream answered before the request body ended (a 413, a redirect). Neither
     // connection is in a known state any more: finish this exchange and close both.
-    exchange_.upstream_dirty = true;
-    close_after_exchange_ = true;
-    exchange_.request_done = true;
+    exchange_.after = UpstreamAfter::Close;
+    closeAfterExchange();
   }
   finishExchange();
 }
 
+void Session::onResponseEndedByClose() {
+  if (exchange_.state == ExchangeState::RespondingWhileSending) {
+    // The rest of the request body is read and dropped; the exchange completes at its end.
+    transition(ExchangeState::FinishingRequest);
+    releaseUpstream(false);
+    return;
+  }
+  releaseUpstream(false);
+  finishExchange();
+}
+
+// Both the request and the response are over: the record, then the next request (or the end).
 void Session::finishExchange() {
-  if (!exchange_.active || !exchange_.request_done || !exchange_.response_done ||
-      state_ == State::Closing) {
+  if (!exchange_.inFlight() || closing()) {
     return;
   }
   writeAudit(
       exchange_.verdict,
       exchange_.verdict == policy::Verdict::Report ? exchange_.policy_reason : policy::Reason::None,
       exchange_.status);
-  bool reusable = upstream_ && response_parser_.head().keep_alive && !exchange_.upstream_dirty;
+  bool reusable = upstream_ && response_parser_.head().keep_alive &&
+                  exchange_.after == UpstreamAfter::Keep;
   releaseUpstream(reusable);
-  exchange_.active = false;
-  if (close_after_exchange_ || draining_ || !exchange_.request_keep_alive) {
+  if (closing()) {
+    return;  // (writing what was corked for the upstream failed)
+  }
+  transition(ExchangeState::Complete);
+  if (after_exchange_ != AfterExchange::ReadNext || !exchange_.request_keep_alive) {
     finishConnection();
     return;
   }
-  transition(State::ReadingRequest);
   noteProgress();
   release_deadline_ms_ = last_progress_ms_ + kReleaseIdleBuffersMs;
   armTimer();
@@ -642,12 +666,12 @@ void Session::releaseUpstream(bool reusable) {
   if (!upstream_) {
     return;  // the write failed and the upstream is gone
   }
-  if (upstream_->tls && upstream_->exchanges == 1 && !exchange_.upstream_dirty) {
+  if (upstream_->tls && upstream_->exchanges == 1 && exchange_.after == UpstreamAfter::Keep) {
     // After its first response a connection has read the TLS 1.3 tickets: keep one for the
     // next connection to this key (once per connection, not per request).
     ctx_.pool->remember(upstream_->key, upstream_->tls->session());
   }
-  if (reusable && !draining_ && !ctx_.draining) {
+  if (reusable && after_exchange_ != AfterExchange::Drain && !ctx_.draining) {
     unpark();  // (none in practice: an exchange starts by taking the parked one)
     parked_ = std::move(upstream_);
     // Read while parked, as the pool does: EOF or stray bytes from an idle upstream retire it
@@ -662,7 +686,7 @@ void Session::unpark() {
   if (!parked_) {
     return;
   }
-  if (draining_ || ctx_.draining) {
+  if (after_exchange_ == AfterExchange::Drain || ctx_.draining) {
     retireParked();
     return;
   }
@@ -682,24 +706,27 @@ void Session::retireParked() {
 // gets sluice's own answer (502/504 with the reason); after, the only honest signal left is to
 // cut the connection, and the audit record says why.
 void Session::upstreamFailed(policy::Reason reason, std::string_view detail) {
-  if (state_ == State::Closing) {
+  if (closing()) {
     return;
   }
   SPDLOG_DEBUG("[C{}] upstream failed ({}): {}", id_, policy::toString(reason), detail);
+  if (!exchange_.inFlight()) {
+    close(detail);  // (no request to answer)
+    return;
+  }
   // A reused connection that the upstream closed (or had closed) without a byte of answer to a
   // whole bodiless request: the connection may have died idle, or the origin may have read the
   // request, acted on it and gone. sluice cannot tell which, so only a request that is safe to
   // repeat is sent again: once, on a connection dialled for it (acquireUpstream skips the pool).
   // Any other gets its 502 here and has reached the origin at most once.
-  bool stale = exchange_.from_pool && !exchange_.retried && !exchange_.response_head_sent &&
+  bool stale = exchange_.origin == UpstreamOrigin::Reused &&
+               exchange_.state == ExchangeState::AwaitingResponse &&
                exchange_.request_framing != http::BodyFraming::Chunked &&
-               exchange_.req_bytes == 0 && exchange_.request_done && state_ == State::Exchanging &&
-               reason == policy::Reason::UpstreamConnect;
+               exchange_.req_bytes == 0 && reason == policy::Reason::UpstreamConnect;
   if (stale && safeToRepeat(exchange_.method)) {
-    exchange_.retried = true;
-    exchange_.from_pool = false;
+    exchange_.origin = UpstreamOrigin::Redialled;
+    exchange_.request_end = RequestEnd::Read;
     retireUpstream();
-    transition(State::Resolving);
     policy::Decision d = decideRequest({}, false);
     acquireUpstream(d);
     return;
@@ -710,12 +737,12 @@ void Session::upstreamFailed(policy::Reason reason, std::string_view detail) {
                      " is not sent again: the origin may have acted on it");
     return;
   }
-  if (!exchange_.response_head_sent) {
+  if (!exchange_.responseBegun()) {
     deny(reason, detail);
     return;
   }
   writeAudit(exchange_.verdict, reason, exchange_.status);
-  exchange_.active = false;
+  transition(ExchangeState::Failed);
   close(detail);
 }
 

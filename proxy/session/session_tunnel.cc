@@ -31,14 +31,14 @@ void Session::onConnectHead() {
   }
   const http::RequestHead& head = request_parser_.head();
   connect_authority_.assign(head.connect_authority);
-  exchange_.reset(uv_now(ctx_.loop), false);
+  beginRecord(false);
   exchange_.method = "CONNECT";
   exchange_.url = "https://" + connect_authority_;
   exchange_.scheme = policy::Scheme::Https;
   if (head.host_count == 1) {
     exchange_.host_header.emplace(head.host);
   }
-  if (state_ != State::ReadingProxyHead) {
+  if (state_ != ConnectionState::ReadingProxyHead) {
     deny(policy::Reason::BadRequest, mode_ == audit::Mode::Transparent
                                          ? "CONNECT on a redirected connection"
                                          : "CONNECT inside a tunnel");
@@ -70,17 +70,17 @@ void Session::onConnectHead() {
     return;
   }
   exchange_.policy_reason = d.reason;
-  exchange_.active = false;  // the tunnel is not a request; each request inside it will be
+  // The tunnel is not a request; each request inside it will be.
+  transition(ExchangeState::Idle);
   // The tunnel is open; what follows must be a ClientHello naming H.
   mode_ = audit::Mode::Connect;
-  tunnel_ = true;
   hello_.assign(client_plain_.data() + client_plain_offset_,
                 client_plain_.size() - client_plain_offset_);
   client_plain_.clear();
   client_plain_offset_ = 0;
   flushCorked();
   client_.write(std::string_view("HTTP/1.1 200 Connection established\r\n\r\n"));
-  transition(State::ReadingClientHello);
+  transition(ConnectionState::ReadingClientHello);
   if (!hello_.empty()) {
     processClientHello();
   }
@@ -90,12 +90,12 @@ void Session::onConnectHead() {
 // read as HTTP/1.1 with H from its Host (SPEC §5.2).
 void Session::onFirstBytes(std::span<const char> data) {
   if (static_cast<unsigned char>(data.front()) == 0x16) {
-    transition(State::ReadingClientHello);
+    transition(ConnectionState::ReadingClientHello);
     hello_.append(data.data(), data.size());
     processClientHello();
     return;
   }
-  transition(State::ReadingRequest);
+  transition(ConnectionState::Serving);
   client_plain_.append(data.data(), data.size());
   processClientPlaintext();
 }
@@ -128,15 +128,14 @@ void Session::processClientHello() {
   }
   if (mode_ == audit::Mode::Transparent) {
     // Transparent TLS: H is the SNI, the port is the one the sandbox dialled (SPEC §5.2).
-    tunnel_ = true;
     connect_port_ = orig_dst_ ? orig_dst_->port : 443;
     connect_host_.assign(hello.info.sni_state == tls::SniState::Present ? hello.info.sni()
                                                                        : std::string_view{});
     connect_authority_ = connect_host_ + ":" + std::to_string(connect_port_);
-    exchange_.reset(uv_now(ctx_.loop), false);
+    // A record is written only if the connection is refused here: the tunnel is no request.
+    beginRecord(false);
     exchange_.url = "https://" + connect_authority_;
     exchange_.scheme = policy::Scheme::Https;
-    exchange_.active = false;  // a record is written only if the connection is refused here
     if (hello.info.sni_state == tls::SniState::Absent) {
       refuseTunnel(policy::Reason::SniMissing, kAlertUnrecognizedName, "no SNI");
       return;
@@ -196,15 +195,18 @@ void Session::processClientHello() {
   client_tls_->feed(std::span<const char>(hello_.data(), hello_.size()));
   hello_.clear();
   hello_.shrink_to_fit();
-  transition(State::TlsHandshake);
+  if (exchange_.state == ExchangeState::Deciding) {
+    transition(ExchangeState::Idle);  // a redirected connection's tunnel: not a request
+  }
+  transition(ConnectionState::TlsHandshake);
   pumpClientTls();
 }
 
 void Session::pumpClientTls() {
-  if (state_ == State::TlsHandshake) {
+  if (state_ == ConnectionState::TlsHandshake) {
     tls::HandshakeStatus status = client_tls_->handshake();
     sendClient({});
-    if (state_ == State::Closing) {
+    if (closing()) {
       return;
     }
     if (status == tls::HandshakeStatus::WantIo) {
@@ -221,12 +223,11 @@ void Session::pumpClientTls() {
       refuseTunnel(policy::Reason::SniMismatch, 0, "OpenSSL negotiated another name");
       return;
     }
-    handshake_phase_ = false;
     phase_deadline_ms_ = 0;
     release_deadline_ms_ = uv_now(ctx_.loop) + 1000;  // a tunnel opened ahead of its first use
     armTimer();
     request_parser_.reset();
-    transition(State::ReadingRequest);
+    transition(ConnectionState::Serving);
   }
   for (;;) {
     std::size_t n = 0;
@@ -236,7 +237,7 @@ void Session::pumpClientTls() {
       continue;
     }
     sendClient({});  // TLS 1.3 may answer records (key updates) even on read
-    if (state_ == State::Closing) {
+    if (closing()) {
       return;
     }
     if (status == tls::ReadStatus::WantIo) {
@@ -249,10 +250,9 @@ void Session::pumpClientTls() {
       SPDLOG_DEBUG("[C{}] sandbox TLS failed: {}", id_, client_tls_->failure().detail);
     }
     processClientPlaintext();
-    if (state_ != State::Closing && state_ != State::Lingering) {
-      if (exchange_.active && status == tls::ReadStatus::Closed) {
-        close_after_exchange_ = true;
-        exchange_.client_wants_close = true;
+    if (!closing() && state_ != ConnectionState::Lingering) {
+      if (exchange_.inFlight() && status == tls::ReadStatus::Closed) {
+        closeAfterExchange();
       } else {
         finishConnection();
       }
@@ -276,6 +276,9 @@ void Session::refuseTunnel(policy::Reason reason, std::uint8_t alert, std::strin
       exchange_.rule.clear();
     }
     writeAudit(policy::Verdict::Deny, reason, 0);
+    transition(ExchangeState::Denied);
+  } else if (exchange_.state == ExchangeState::Deciding) {
+    transition(ExchangeState::Idle);  // sluice's own failure: no request, no record
   }
   client_tls_.reset();  // nothing polite to say over a TLS session that never was
   finishConnection();

@@ -22,7 +22,7 @@ UpstreamKey Session::upstreamKey() const {
 }
 
 bool Session::takePooled(const UpstreamKey& key) {
-  if (exchange_.retried) {
+  if (exchange_.origin == UpstreamOrigin::Redialled) {
     // Sent again because a reused connection closed unanswered: the origin may have closed
     // its other idle connections too. This one is dialled.
     return false;
@@ -45,8 +45,9 @@ bool Session::takePooled(const UpstreamKey& key) {
   }
   upstream_ = std::move(pooled);
   exchange_.matched_rule = d.rule;
-  exchange_.from_pool = true;
+  exchange_.origin = UpstreamOrigin::Reused;
   exchange_.upstream = upstream_->address;
+  transition(ConnectorState::Ready);
   startExchange();
   return true;
 }
@@ -74,13 +75,16 @@ bool Session::originalDestinationMatches() const {
 }
 
 void Session::acquireUpstream(const policy::Decision& decision) {
+  transition(ExchangeState::AwaitingUpstream);
+  if (connector_state_ != ConnectorState::Idle) {
+    transition(ConnectorState::Idle);  // the last exchange's outcome (or this one's, retried)
+  }
   UpstreamKey key = upstreamKey();
   bool must_match = mode_ == audit::Mode::Transparent &&
                     sandbox().original_dst == policy::OriginalDst::RequireMatch;
   if (!must_match && takePooled(key)) {
     return;
   }
-  transition(State::Resolving);
   if (decision.host.isIpLiteral()) {
     // An allowed literal is its own, already checked, address: no DNS.
     auto answer = std::make_shared<dns::Answer>();
@@ -89,6 +93,7 @@ void Session::acquireUpstream(const policy::Decision& decision) {
     if (mode_ == audit::Mode::Transparent &&
         sandbox().original_dst == policy::OriginalDst::RequireMatch &&
         !originalDestinationMatches()) {
+      transition(ConnectorState::Failed);
       deny(policy::Reason::DnsMismatch,
            "the sandbox dialled another address than " + exchange_.host);
       return;
@@ -97,6 +102,7 @@ void Session::acquireUpstream(const policy::Decision& decision) {
     connectNext();
     return;
   }
+  transition(ConnectorState::Resolving);
   exchange_.phase_started_ns = uv_hrtime();
   auto resolution = ctx_.resolver->resolve(exchange_.host, [this](dns::LookupResult result) {
     Cork cork(*this);
@@ -138,10 +144,11 @@ void Session::countLookup(const dns::LookupResult& result, bool at_once) {
 }
 
 void Session::onResolved(dns::LookupResult result) {
-  if (state_ != State::Resolving) {
+  if (connector_state_ != ConnectorState::Resolving) {
     return;
   }
   if (!result) {
+    transition(ConnectorState::Failed);
     deny(policy::Reason::DnsFailed, "could not resolve " + exchange_.host + " (" +
                                         std::string(dns::toString(result.error())) + ")");
     return;
@@ -150,6 +157,7 @@ void Session::onResolved(dns::LookupResult result) {
   const auto& addresses = exchange_.answer->addresses;
   policy::Decision d = decideRequest(addresses, true);
   if (!d.forwards()) {
+    transition(ConnectorState::Failed);
     deny(d.reason, explainDenial(d.reason, sandbox().name, exchange_.host, exchange_.method,
                                  exchange_.origin_target));
     return;
@@ -158,6 +166,7 @@ void Session::onResolved(dns::LookupResult result) {
   if (mode_ == audit::Mode::Transparent &&
       sandbox().original_dst == policy::OriginalDst::RequireMatch) {
     if (!originalDestinationMatches()) {
+      transition(ConnectorState::Failed);
       deny(policy::Reason::DnsMismatch,
            "the sandbox dialled " + (orig_dst_ ? orig_dst_->ip.toString() : std::string("?")) +
                ", which is not an address of " + exchange_.host);
@@ -178,10 +187,11 @@ void Session::onResolved(dns::LookupResult result) {
 
 // Dials the usable addresses in turn: exactly those, never a name, never resolved again.
 void Session::connectNext() {
-  if (state_ == State::Closing) {
+  if (closing()) {
     return;
   }
   if (exchange_.next_address >= exchange_.usable.size()) {
+    transition(ConnectorState::Failed);
     upstreamFailed(
         exchange_.saw_timeout ? policy::Reason::UpstreamTimeout : policy::Reason::UpstreamConnect,
         "no usable address accepted the connection");
@@ -193,8 +203,8 @@ void Session::connectNext() {
       ctx_.loop, static_cast<io::TcpStream::Handler*>(this), std::move(key));
   upstream_->address = to;
   upstream_->sandbox_idle = runtime_->idle_upstreams;
-  if (state_ != State::Connecting) {
-    transition(State::Connecting);
+  if (connector_state_ != ConnectorState::Connecting) {
+    transition(ConnectorState::Connecting);
   }
   SPDLOG_DEBUG("[C{}] connecting to {} for {}", id_, to.toString(), exchange_.host);
   exchange_.phase_started_ns = uv_hrtime();
@@ -211,7 +221,8 @@ void Session::connectNext() {
 
 void Session::onConnected(io::TcpStream& stream, int status) {
   Cork cork(*this);
-  if (!upstream_ || &stream != &upstream_->stream || state_ != State::Connecting) {
+  if (!upstream_ || &stream != &upstream_->stream ||
+      connector_state_ != ConnectorState::Connecting) {
     return;
   }
   ctx_.state->metrics.upstream_connect.observe((uv_hrtime() - exchange_.phase_started_ns) / 1000);
@@ -227,6 +238,7 @@ void Session::onConnected(io::TcpStream& stream, int status) {
   phase_deadline_ms_ = 0;
   exchange_.upstream = upstream_->address;
   if (exchange_.scheme == policy::Scheme::Http) {
+    transition(ConnectorState::Ready);
     startExchange();
     return;
   }
@@ -234,11 +246,12 @@ void Session::onConnected(io::TcpStream& stream, int status) {
   auto session = tls::TlsSession::client(generation_->upstream_tls.get(), exchange_.host,
                                          ctx_.pool->resumption(upstream_->key));
   if (!session) {
+    transition(ConnectorState::Failed);
     upstreamFailed(policy::Reason::UpstreamConnect, session.error());
     return;
   }
   upstream_->tls.emplace(std::move(session).value());
-  transition(State::UpstreamTls);
+  transition(ConnectorState::Handshaking);
   phase_deadline_ms_ =
       uv_now(ctx_.loop) + static_cast<std::uint64_t>(config().upstream.connect_timeout.count());
   armTimer();
@@ -261,6 +274,7 @@ void Session::pumpUpstreamTls() {
     return;
   }
   if (status == tls::HandshakeStatus::Failed) {
+    transition(ConnectorState::Failed);
     const tls::Failure& failure = upstream_->tls->failure();
     upstreamFailed(failure.kind == tls::FailureKind::Certificate ? policy::Reason::UpstreamCert
                                                                  : policy::Reason::UpstreamConnect,
@@ -268,6 +282,7 @@ void Session::pumpUpstreamTls() {
     return;
   }
   phase_deadline_ms_ = 0;
+  transition(ConnectorState::Ready);
   startExchange();
 }
 

@@ -5,8 +5,10 @@
 
 #include <uv.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 
 namespace sluice::proxy {
 struct GatewayState;
@@ -20,6 +22,14 @@ namespace sluice::proxy::session {
 
 class Session;
 class UpstreamPool;
+
+// One move of one of a session's state machines (state_change.h); the names are the tables'.
+struct StateChange {
+  std::uint64_t connection = 0;
+  std::string_view machine;  // "connection", "exchange", "connector"
+  std::string_view from;
+  std::string_view to;
+};
 
 struct WorkerContext {
   int worker = 0;  // the worker's index, for the logs
@@ -37,6 +47,8 @@ struct WorkerContext {
   std::function<void(Session*)> finished;
   // The worker is draining: finish the exchange in progress, keep nothing alive.
   bool draining = false;
+  // Tests: told every move of every session's machines. Empty in sluice (one branch per move).
+  std::function<void(const StateChange&)> on_transition;
 };
 
 }  // namespace sluice::proxy::session

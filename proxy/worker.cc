@@ -10,7 +10,7 @@
 #include "policy/decision.h"
 #include "proxy/dns/resolver.h"
 #include "proxy/dns/sandbox_resolver.h"
-#include "proxy/session/session.h"
+#include "proxy/session/client_connection.h"
 #include "proxy/session/upstream_pool.h"
 #include "proxy/session/worker_context.h"
 
@@ -133,7 +133,7 @@ Result<Ok, std::string> Worker::start(std::shared_ptr<const Generation> generati
   context_->state = &state_;
   context_->resolver = resolver_.get();
   context_->pool = pool_.get();
-  context_->finished = [this](session::Session* s) { sessionFinished(s); };
+  context_->finished = [this](session::ClientConnection* s) { sessionFinished(s); };
 
   auto applied = apply(std::move(generation), std::move(sockets));
   if (!applied) {
@@ -328,14 +328,14 @@ void Worker::closeRetiredResolvers() {
 // taking up: a session that took that one up is never drained for being ahead.
 void Worker::drainRemovedSandboxes() {
   const std::shared_ptr<const Generation> current = context_->currentGeneration();
-  std::vector<session::Session*> removed;
+  std::vector<session::ClientConnection*> removed;
   for (auto& [ptr, owned] : sessions_) {
     const SandboxView* now = current->find(ptr->runtime().name);
     if (now == nullptr || now->runtime.get() != &ptr->runtime()) {
       removed.push_back(ptr);
     }
   }
-  for (session::Session* s : removed) {
+  for (session::ClientConnection* s : removed) {
     if (sessions_.count(s) != 0) {
       s->drain();
     }
@@ -398,11 +398,11 @@ void Worker::handleCommands() {
     closeListeners();
     sockets_.clear();  // with the main thread's, the last fds of the sockets: refused from now
     // Sessions remove themselves from the map as they finish: walk a snapshot.
-    std::vector<session::Session*> current;
+    std::vector<session::ClientConnection*> current;
     for (auto& [ptr, owned] : sessions_) {
       current.push_back(ptr);
     }
-    for (session::Session* s : current) {
+    for (session::ClientConnection* s : current) {
       if (sessions_.count(s) != 0) {
         s->drain();
       }
@@ -475,18 +475,18 @@ void Worker::serve(const ListenSocket& socket, int fd) {
     return;
   }
   std::uint64_t id = state_.next_connection_id.fetch_add(1);
-  auto owned = std::make_unique<session::Session>(
+  auto owned = std::make_unique<session::ClientConnection>(
       *context_, generation, *view, id,
-      socket.transparent ? session::Session::Listener::Transparent
-                         : session::Session::Listener::Explicit);
-  session::Session* s = owned.get();
+      socket.transparent ? session::ClientConnection::Listener::Transparent
+                         : session::ClientConnection::Listener::Explicit);
+  session::ClientConnection* s = owned.get();
   sessions_.emplace(s, std::move(owned));
   session_count_.store(sessions_.size());
   // Over a limit: accepted (so the kernel queue does not fill), recorded and closed at once.
   // The process-wide limit protects the gateway and says nothing; a sandbox's own limit tells
   // its client why.
   const auto& sandbox_max = view->sandbox->limits.max_connections;
-  const session::Session::OpenCount open = s->openedAs();
+  const session::ClientConnection::OpenCount open = s->openedAs();
   bool over_global = open.gateway > generation->config->limits.max_connections;
   bool over_sandbox = sandbox_max && static_cast<std::uint64_t>(open.sandbox) > *sandbox_max;
   if (!s->start(fd)) {
@@ -497,7 +497,7 @@ void Worker::serve(const ListenSocket& socket, int fd) {
   }
 }
 
-void Worker::sessionFinished(session::Session* s) {
+void Worker::sessionFinished(session::ClientConnection* s) {
   sessions_.erase(s);
   session_count_.store(sessions_.size());
   busy_.fetch_sub(1);
@@ -533,11 +533,11 @@ void Worker::closeAll() {
   draining_ = true;
   context_->draining = true;
   closeListeners();
-  std::vector<session::Session*> current;
+  std::vector<session::ClientConnection*> current;
   for (auto& [ptr, owned] : sessions_) {
     current.push_back(ptr);
   }
-  for (session::Session* s : current) {
+  for (session::ClientConnection* s : current) {
     if (sessions_.count(s) != 0) {
       s->abort();
     }

@@ -40,7 +40,7 @@ class Resolver;
 class SandboxResolver;
 }  // namespace dns
 namespace session {
-class Session;
+class ClientConnection;
 class UpstreamPool;
 struct WorkerContext;
 }  // namespace session
@@ -98,7 +98,7 @@ class Worker {
   bool handOver(Handover h);
   void serve(const ListenSocket& socket, int fd);
   void closeInbox();
-  void sessionFinished(session::Session* session);
+  void sessionFinished(session::ClientConnection* session);
   void closeListeners();
   void closeAll();
   // Resolvers replaced by a reload close once their lookups are over.
@@ -130,7 +130,8 @@ class Worker {
   std::unique_ptr<session::UpstreamPool> pool_;
   std::size_t logged_idle_bound_ = 0;  // the last bound held below upstream.max_idle, logged
   std::unique_ptr<session::WorkerContext> context_;
-  std::unordered_map<session::Session*, std::unique_ptr<session::Session>> sessions_;
+  std::unordered_map<session::ClientConnection*, std::unique_ptr<session::ClientConnection>>
+      sessions_;
   std::atomic<std::size_t> session_count_{0};
   std::atomic<std::size_t> busy_{0};
   std::vector<Worker*> peers_;

@@ -1,7 +1,7 @@
 #pragma once
-// What a worker lends its sessions: the loop, the shared gateway state, the generation in force,
-// the per-worker resolver and upstream pool, and the way to hand a finished session back for
-// deletion.
+// What a worker lends its client connections: the loop, the shared gateway state, the generation
+// in force, the per-worker resolver and upstream pool, and the way to hand a finished connection
+// back for deletion.
 
 #include <uv.h>
 
@@ -20,7 +20,7 @@ class Resolver;
 
 namespace sluice::proxy::session {
 
-class Session;
+class ClientConnection;
 class UpstreamPool;
 
 // One move of one of a session's state machines (state_change.h); the names are the tables'.
@@ -36,15 +36,15 @@ struct WorkerContext {
   uv_loop_t* loop = nullptr;
   GatewayState* state = nullptr;
   // The generation in force (PublishedGeneration): what a new connection starts with and what a
-  // session takes up when a request starts. Cheap enough for every request.
+  // connection takes up when a request starts. Cheap enough for every request.
   const std::shared_ptr<const Generation>& currentGeneration();
   // As this worker last saw it: currentGeneration()'s cache, brought up to date by each
   // hand-over too (Worker::apply).
   std::shared_ptr<const Generation> generation;
   dns::Resolver* resolver = nullptr;
   UpstreamPool* pool = nullptr;
-  // Called once every handle of the session has closed; the worker deletes it.
-  std::function<void(Session*)> finished;
+  // Called once every handle of the connection has closed; the worker deletes it.
+  std::function<void(ClientConnection*)> finished;
   // The worker is draining: finish the exchange in progress, keep nothing alive.
   bool draining = false;
   // Tests: told every move of every session's machines. Empty in sluice (one branch per move).

@@ -1,0 +1,263 @@
+#pragma once
+// One client connection from a sandbox: its transport and the requests on it. Every check is
+// decide() (policy/decision.h) on the facts known so far; the connection gathers the facts
+// of the connection itself and leaves each request to an Exchange.
+//
+// It owns the client's TCP stream and, inside a tunnel, the TLS session toward the sandbox
+// (terminated with a leaf for H from the sandbox's CA); the writes to the client, corked while
+// a callback runs (the audit records it wrote reach the OS before the bytes that complete their
+// answers) and gathered into few TLS records and writes; which peers are read (backpressure);
+// one timer for every deadline (handshake, request head, connect, idle, linger, idle buffers);
+// the explicit listener's first head (CONNECT, or an absolute-form request: forward mode);
+// a redirected connection's first byte (TLS or HTTP); the ClientHello, read by sluice's own
+// parser and decided on with its SNI, and the server name OpenSSL negotiated checked against
+// it; refusals before any request; the upstream connection parked between this client's
+// requests; draining and closing. Its machine is kConnectionMachine (connection_state.h):
+//
+//   accept (explicit): ReadingProxyHead         accept (transparent): Sniffing
+//     CONNECT H:port allowed ──> ReadingClientHello <── first byte 0x16 (H = SNI)
+//     absolute-form http:// ──────────┐    │ allowed: leaf for H     any other byte (H = Host)
+//                                     │    v                                     │
+//                                     │  TlsHandshake ── SSL_get_servername = SNI │
+//                                     v    v                                     v
+//                                   Serving: requests come and go (Exchange) <───┘
+//   a refusal, the last exchange ──> Lingering (FIN sent, input drained) ──> Closing ──> Closed
+//
+// The bytes are Http1ServerCodec's, each request an Exchange's (exchange.h); the connection
+// keeps one of each and reuses them (an HTTP/2 connection would keep many exchanges).
+//
+// Ownership: the worker owns the connection; the connection owns the client stream, its timer,
+// its codec and exchange (and through it the connector and the upstream in use), the parked
+// upstream and the upstreams being closed. close() closes every handle; when the last close
+// callback has run, WorkerContext::finished() hands it back to be freed (never from inside its
+// own callback: the worker frees it later). No callback outlives it: the DNS lookup is a
+// cancel-on-destroy handle, and streams and timer report their closing before it is freed.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/decision.h"
+#include "proxy/io/tcp_stream.h"
+#include "proxy/io/timer.h"
+#include "proxy/session/connection_state.h"
+#include "proxy/session/exchange.h"
+#include "proxy/session/exchange_host.h"
+#include "proxy/session/http1_server_codec.h"
+#include "proxy/session/upstream_pool.h"
+#include "proxy/session/worker_context.h"
+#include "proxy/tls/tls_session.h"
+
+namespace sluice::proxy {
+struct Generation;
+struct SandboxRuntime;
+struct SandboxView;
+}  // namespace sluice::proxy
+
+namespace sluice::proxy::session {
+
+class ClientConnection final : private io::TcpStream::Handler,
+                               private ExchangeHost,
+                               private CodecHost {
+ public:
+  // Explicit: the sandbox asks (CONNECT, absolute-form). Transparent: nftables redirected a
+  // connection the sandbox made to somewhere else (docs/wire.md#transparent-mode); TLS or HTTP
+  // is told from its first byte, and H is the SNI or the Host.
+  enum class Listener : std::uint8_t { Explicit, Transparent };
+
+  // What happens when the exchange in progress is over.
+  enum class AfterExchange : std::uint8_t {
+    ReadNext,  // keep-alive: the next request
+    Close,     // the client or the response asked to close, or the client closed its side
+    Drain,     // the worker drains (or the sandbox went): close, keep no upstream either
+  };
+
+  // `sandbox` is one of `generation`'s.
+  ClientConnection(WorkerContext& context, std::shared_ptr<const Generation> generation,
+                   const SandboxView& sandbox, std::uint64_t id, Listener listener);
+  ~ClientConnection() override;
+  ClientConnection(const ClientConnection&) = delete;
+  ClientConnection& operator=(const ClientConnection&) = delete;
+
+  // Takes over the accepted connection `fd` and starts reading. False if that failed (the fd
+  // is closed and the connection already closing).
+  bool start(int fd);
+  // The worker is draining: close now if idle between requests, else after this exchange.
+  void drain();
+  // Closes everything now (shutdown grace is over).
+  void abort();
+  // Over a connection limit, right after start(): nothing is read, the refusal is on record.
+  // With `answer`, an explicit-proxy client gets the reason's answer first (503: HTTP clients
+  // read an answer that comes before their request is sent); otherwise, and always for a
+  // redirected connection (no protocol spoken yet), the connection is just closed, which costs
+  // a flood the least.
+  void refuseConnection(policy::Reason reason, bool answer);
+
+  // How many connections were open, this one counted, when it was made: process-wide and for
+  // its sandbox. Taken by the same atomic add that counted it, so that of connections made
+  // at once by several workers exactly those past a limit see themselves over it.
+  struct OpenCount {
+    std::uint64_t gateway = 0;
+    std::int64_t sandbox = 0;
+  };
+  OpenCount openedAs() const { return opened_as_; }
+
+  std::uint64_t id() const { return facts_.id; }
+  ConnectionState state() const override { return state_; }
+  // The sandbox's long-lived part (CA, counters): the same across the generations this
+  // connection may see.
+  SandboxRuntime& runtime() const override { return *runtime_; }
+
+ private:
+  // --- io::TcpStream::Handler: the client's stream, the parked upstream, closing upstreams
+  void onRead(io::TcpStream& stream, std::span<const char> data) override;
+  void onEof(io::TcpStream& stream) override;
+  void onError(io::TcpStream& stream, int status) override;
+  void onDrained(io::TcpStream& stream) override;
+  void onConnected(io::TcpStream&, int) override {}  // (a dial in progress is the connector's)
+  void onClosed(io::TcpStream& stream) override;
+
+  // --- ExchangeHost (client_connection.cc)
+  WorkerContext& context() override { return ctx_; }
+  const ConnectionFacts& facts() const override { return facts_; }
+  const Generation& generation() const override { return *generation_; }
+  const SandboxView& sandboxView() const override { return *view_; }
+  void cork() override { ++cork_depth_; }
+  void uncork() override;
+  bool corked() const override { return cork_depth_ > 0; }
+  void flushCorked() override;
+  void noteAudited() override { audited_ = true; }
+  void updateReading() override;
+  // Request progress: what idle_timeout counts from (docs/wire.md#limits-and-timeouts).
+  void noteProgress() override { last_progress_ms_ = uv_now(ctx_.loop); }
+  void armTimer() override;
+  void onPeerDrained() override;
+  bool closing() const override {
+    return state_ == ConnectionState::Closing || state_ == ConnectionState::Closed;
+  }
+  void close(std::string_view why) override;
+  std::unique_ptr<UpstreamConnection> takeParked(const UpstreamKey& key) override;
+  void park(std::unique_ptr<UpstreamConnection> connection) override;
+  void unpark() override;
+  void retire(std::unique_ptr<UpstreamConnection> connection) override;
+  bool keepsUpstreams() const override;
+  void onExchangeOver(ExchangeState outcome) override;
+
+  // --- CodecHost (client_connection.cc, client_connection_requests.cc)
+  // Writes to the client (through TLS when inside the tunnel). While corked (inside a callback)
+  // small writes are gathered and go out as one TLS record and one write when the callback
+  // returns: a response head and a small body otherwise cost two of each. Large pieces (a body
+  // read from the upstream) are encrypted at once, uncopied, but their records also wait for
+  // the end of the callback, up to kWriteBatch: one write per upstream read, not one per
+  // 16 KiB record.
+  void sendClient(std::string_view bytes) override;
+  // The bytes that complete a response (its last body bytes, the last chunk, a bodiless head).
+  // Inside a callback they wait for its end, after the audit records written meanwhile have
+  // reached the OS: a client that has its whole answer finds the record, even when sluice is
+  // killed the next instant.
+  void sendClientFinal(std::string_view bytes) override;
+  bool clientBackedUp() const override { return client_.backedUp(); }
+  bool closesAfterExchange() const override {
+    return after_exchange_ != AfterExchange::ReadNext;
+  }
+  void closeAfterExchange() override;
+  void onHeadBegun() override;
+  void onConnectHead(const http::RequestHead& head) override;
+  void onRequestHead(const http::RequestHead& head) override;
+  void onBadRequest(policy::Reason reason, std::string_view detail) override;
+
+  // --- the client's bytes (client_connection.cc)
+  void onClientBytes(std::span<const char> data);
+  // Whether the state wants the client's bytes (before the backed-up rule of updateReading()).
+  bool clientWanted() const;
+  void writeClientNow(std::string_view bytes);
+  // Encrypts `bytes` into the client's TLS output (plain HTTP: writes them).
+  void sealClient(std::string_view bytes);
+  // Hands the client's pending TLS records to the socket.
+  void pushClientCiphertext();
+  // Hands this connection's buffered audit records to the OS (before the client is closed).
+  void flushAudit();
+
+  // --- the opening (client_connection_tunnel.cc)
+  void onFirstBytes(std::span<const char> data);
+  void processClientHello();
+  void pumpClientTls();
+  // Refuses a tunnel whose TLS never started: an alert where one can be sent, then close.
+  void refuseTunnel(policy::Reason reason, std::uint8_t alert, std::string_view detail);
+
+  // --- requests (client_connection_requests.cc)
+  // The first head on the explicit listener when it is not CONNECT: forward mode.
+  void onProxyHead(const http::RequestHead& head);
+  // The record of a head the parser refused says what had been received.
+  void describeRefusedHead();
+  // A new request (a head, a CONNECT, a redirected ClientHello) while this sandbox's audit file
+  // cannot be written: refused, audit_unavailable, its record kept with the others. True when
+  // it was; the one place that check is made.
+  bool refuseIfAuditUnavailable();
+  // A new request (or tunnel) starts: it is judged by the generation in force now. False, and
+  // the connection ended, when that generation no longer has this sandbox (or has it with
+  // another CA): a removed sandbox's connections drain.
+  bool takeUpCurrentGeneration();
+  const policy::Sandbox& sandbox() const;
+  const policy::Config& config() const;
+
+  // --- endings and the timer (client_connection_lifetime.cc)
+  // The one way the state changes: false (logged; an assertion in debug builds) for a move
+  // kConnectionMachine does not list, and the state stays.
+  bool transition(ConnectionState next);
+  // Says goodbye politely: close_notify inside TLS, FIN, then drain the client's input for a
+  // moment so sluice's last bytes are not destroyed by an RST.
+  void finishConnection();
+  // A handle closed; the last one moves the connection to Closed and hands it back.
+  void handleClosed();
+  void retireParked();
+  // Serving, and no request in progress: waiting for the next head.
+  bool betweenRequests() const {
+    return state_ == ConnectionState::Serving && !exchange_.inFlight();
+  }
+  void releaseIdleBuffers();
+  void onTimer();
+
+  WorkerContext& ctx_;
+  // The generation this connection's current request (or handshake) is judged by, and this
+  // sandbox in it; both change only between requests (takeUpCurrentGeneration).
+  std::shared_ptr<const Generation> generation_;
+  const SandboxView* view_;
+  std::shared_ptr<SandboxRuntime> runtime_;
+  ConnectionFacts facts_;
+  ConnectionState state_ = ConnectionState::ReadingProxyHead;
+  AfterExchange after_exchange_ = AfterExchange::ReadNext;
+  OpenCount opened_as_;
+  // The last request progress: bytes the request parser used, response bytes from the
+  // upstream, a peer taking what it was sent, the handshake advancing, an exchange starting or
+  // ending. Not any bytes: records that carry no request (TLS KeyUpdates, empty records) or
+  // bytes nobody reads yet (pipelined) keep no connection alive.
+  std::uint64_t last_progress_ms_ = 0;
+  std::uint64_t phase_deadline_ms_ = 0;    // handshake, request head or linger deadline; 0: none
+  std::uint64_t release_deadline_ms_ = 0;  // idle between requests: give buffers back then
+  std::uint64_t armed_for_ms_ = 0;         // when the timer fires (0: not armed)
+  bool audited_ = false;                   // a record was written for this connection
+  int open_handles_ = 0;
+  int cork_depth_ = 0;
+
+  io::TcpStream client_;
+  io::Timer timer_;
+  std::string hello_;  // raw tunnel bytes until the ClientHello is complete
+  std::optional<tls::TlsSession> client_tls_;  // TLS toward the sandbox
+  std::string client_out_;                     // corked plaintext for the client
+
+  Http1ServerCodec codec_;
+  Exchange exchange_;
+  // The upstream of the last exchange, kept between a keep-alive client's requests: its next
+  // request is nearly always for the same (H, port), and taking it back from here costs no pool
+  // lookup and no re-arming of its reads. Still re-checked for every request, like a pooled
+  // one; goes to the pool when the client idles, leaves or asks for another key.
+  std::unique_ptr<UpstreamConnection> parked_;
+  // Upstreams being closed, kept until their close callback.
+  std::vector<std::unique_ptr<UpstreamConnection>> closing_upstreams_;
+};
+
+}  // namespace sluice::proxy::session

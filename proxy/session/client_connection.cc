@@ -11,16 +11,6 @@
 
 namespace sluice::proxy::session {
 
-namespace {
-
-// While corked, pieces that fit together in this many bytes are gathered into one TLS record;
-// larger ones are encrypted as they come.
-constexpr std::size_t kGatherLimit = 4 * 1024;
-// Encrypted records waiting for the end of a corked callback are written once they reach this.
-constexpr std::size_t kWriteBatch = 64 * 1024;
-
-}  // namespace
-
 ClientConnection::ClientConnection(WorkerContext& context,
                                    std::shared_ptr<const Generation> generation,
                                    const SandboxView& sandbox, std::uint64_t id, Listener listener)
@@ -28,17 +18,18 @@ ClientConnection::ClientConnection(WorkerContext& context,
       generation_(std::move(generation)),
       view_(&sandbox),
       runtime_(sandbox.runtime),
-      client_(context.loop, this),
-      timer_(context.loop),
+      transport_(context.loop, this, *this),
+      timer_(context.loop, [this] { onTimer(); }),
       codec_(*this, exchange_, generation_->config->limits.max_header_bytes),
-      exchange_(*this, codec_, generation_->config->limits.max_header_bytes) {
-  open_handles_ = 2;  // client_ and timer_ exist (initialised) from here on
+      exchange_(*this, codec_, generation_->config->limits.max_header_bytes),
+      opening_(*this, context, facts_, exchange_, transport_, codec_),
+      upstreams_(*this) {
   facts_.id = id;
   if (listener == Listener::Transparent) {
     facts_.mode = audit::Mode::Transparent;
     state_ = ConnectionState::Sniffing;  // where a redirected connection starts (not a move)
   }
-  facts_.started_ms = last_progress_ms_ = uv_now(ctx_.loop);
+  facts_.started_ms = timer_.lastProgress();
   opened_as_.gateway = ctx_.state->open_connections.fetch_add(1, std::memory_order_relaxed) + 1;
   opened_as_.sandbox =
       runtime_->metrics.connections_active.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -50,17 +41,17 @@ ClientConnection::~ClientConnection() {
 }
 
 bool ClientConnection::start(int fd) {
-  if (client_.adopt(fd) != 0) {
+  if (transport_.stream().adopt(fd) != 0) {
     ::close(fd);
     close("accept failed");
     return false;
   }
-  facts_.client = client_.peer();
+  facts_.client = transport_.stream().peer();
   if (facts_.mode == audit::Mode::Transparent) {
-    facts_.orig_dst = client_.originalDestination();
+    facts_.orig_dst = transport_.stream().originalDestination();
   }
-  phase_deadline_ms_ =
-      facts_.started_ms + static_cast<std::uint64_t>(config().limits.handshake_timeout.count());
+  timer_.setPhase(facts_.started_ms +
+                  static_cast<std::uint64_t>(config().limits.handshake_timeout.count()));
   SPDLOG_DEBUG("[C{}] accepted from {} for sandbox {} on worker {}", facts_.id,
                facts_.client.toString(), sandbox().name, ctx_.worker);
   updateReading();
@@ -114,12 +105,13 @@ void ClientConnection::updateReading() {
   if (closing()) {
     return;
   }
-  if (clientWanted() && !client_.backedUp()) {
-    client_.startReading();
+  io::TcpStream& client = transport_.stream();
+  if (clientWanted() && !client.backedUp()) {
+    client.startReading();
   } else {
-    client_.stopReading();
+    client.stopReading();
   }
-  exchange_.updateUpstreamReading(client_.backedUp());
+  exchange_.updateUpstreamReading(client.backedUp());
 }
 
 bool ClientConnection::clientWanted() const {
@@ -141,14 +133,14 @@ bool ClientConnection::clientWanted() const {
 
 void ClientConnection::onRead(io::TcpStream& stream, std::span<const char> data) {
   Cork cork(*this);
-  if (&stream == &client_) {
+  if (&stream == &transport_.stream()) {
     if (opening(state_)) {
       // The proxy head, the ClientHello and the TLS handshake: bounded by handshake_timeout.
       noteProgress();
     }
     onClientBytes(data);
-  } else if (parked_ && &stream == &parked_->stream) {
-    retireParked();  // an idle upstream talking out of turn is in no known state
+  } else if (upstreams_.isParked(stream)) {
+    upstreams_.retireParked();  // an idle upstream talking out of turn is in no known state
     return;
   }
   // What was just read may have filled the other side's queue: stop reading this side until it
@@ -159,22 +151,22 @@ void ClientConnection::onRead(io::TcpStream& stream, std::span<const char> data)
 void ClientConnection::onClientBytes(std::span<const char> data) {
   switch (state_) {
     case ConnectionState::Sniffing:
-      onFirstBytes(data);
+      opening_.onFirstBytes(data);
       return;
     case ConnectionState::ReadingProxyHead:
     case ConnectionState::Serving:
       if (exchange_.state() == ExchangeState::AwaitingUpstream) {
         // Reading is stopped while a head waits for DNS or a connection, but one read may
         // already have been under way. Keep the bytes for the parser.
-        if (client_tls_) {
-          client_tls_->feed(data);
+        if (transport_.secure()) {
+          transport_.tls().feed(data);
         } else {
           codec_.feed(data);
         }
         return;
       }
-      if (client_tls_) {
-        client_tls_->feed(data);
+      if (transport_.secure()) {
+        transport_.tls().feed(data);
         pumpClientTls();
       } else {
         codec_.feed(data);
@@ -182,11 +174,10 @@ void ClientConnection::onClientBytes(std::span<const char> data) {
       }
       return;
     case ConnectionState::ReadingClientHello:
-      hello_.append(data.data(), data.size());
-      processClientHello();
+      opening_.onHelloBytes(data);
       return;
     case ConnectionState::TlsHandshake:
-      client_tls_->feed(data);
+      transport_.tls().feed(data);
       pumpClientTls();
       return;
     case ConnectionState::Lingering:
@@ -198,7 +189,7 @@ void ClientConnection::onClientBytes(std::span<const char> data) {
 
 void ClientConnection::onEof(io::TcpStream& stream) {
   Cork cork(*this);
-  if (&stream == &client_) {
+  if (&stream == &transport_.stream()) {
     // Nothing decided yet (no head, or only part of one): nothing to finish.
     if (state_ == ConnectionState::Lingering || betweenRequests() || opening(state_)) {
       close("client closed");
@@ -209,19 +200,19 @@ void ClientConnection::onEof(io::TcpStream& stream) {
     exchange_.onClientClosed();
     return;
   }
-  if (parked_ && &stream == &parked_->stream) {
-    retireParked();
+  if (upstreams_.isParked(stream)) {
+    upstreams_.retireParked();
   }
 }
 
 void ClientConnection::onError(io::TcpStream& stream, int status) {
   Cork cork(*this);
-  if (&stream == &client_) {
+  if (&stream == &transport_.stream()) {
     close(uv_strerror(status));
     return;
   }
-  if (parked_ && &stream == &parked_->stream) {
-    retireParked();
+  if (upstreams_.isParked(stream)) {
+    upstreams_.retireParked();
   }
 }
 
@@ -240,7 +231,7 @@ void ClientConnection::onPeerDrained() {
 // Writing.
 
 void ClientConnection::uncork() {
-  if (--cork_depth_ == 0) {
+  if (transport_.uncork()) {
     // A record written in this callback reaches the OS before the bytes that end the response
     // it describes reach the client (a client that reads the log as soon as it has its answer
     // finds the record).
@@ -249,78 +240,15 @@ void ClientConnection::uncork() {
   }
 }
 
-void ClientConnection::sendClient(std::string_view bytes) {
-  if (cork_depth_ > 0 && !bytes.empty()) {
-    if (client_out_.size() + bytes.size() <= kGatherLimit) {
-      client_out_.append(bytes);
-      return;
-    }
-    if (!client_out_.empty()) {
-      flushAudit();  // what is gathered may end a response (sendClientFinal): its record first
-      sealClient(client_out_);
-      client_out_.clear();
-    }
-    sealClient(bytes);
-    if (client_tls_ && client_tls_->pendingCiphertext() >= kWriteBatch) {
-      pushClientCiphertext();
-    }
-    return;
-  }
-  if (!client_out_.empty()) {
-    flushCorked();
-  }
-  writeClientNow(bytes);
-}
-
-void ClientConnection::sendClientFinal(std::string_view bytes) {
-  if (cork_depth_ > 0) {
-    client_out_.append(bytes);  // at most one read's worth: the Cork sends it, record first
-    return;
-  }
-  sendClient(bytes);  // (every callback that can end a response is corked)
-}
-
 // Sends what corked writes gathered, in order, to both sides.
 void ClientConnection::flushCorked() {
   if (closing()) {
-    client_out_.clear();
+    transport_.discard();
+    exchange_.discardCorkedUpstream();
     return;
   }
   exchange_.flushCorkedUpstream();
-  if (!client_out_.empty()) {
-    sealClient(client_out_);
-    client_out_.clear();
-  }
-  pushClientCiphertext();
-}
-
-void ClientConnection::writeClientNow(std::string_view bytes) {
-  sealClient(bytes);
-  pushClientCiphertext();
-}
-
-void ClientConnection::sealClient(std::string_view bytes) {
-  if (bytes.empty() || closing()) {
-    return;
-  }
-  if (!client_tls_) {
-    client_.write(bytes);
-    return;
-  }
-  if (!client_tls_->write(std::span<const char>(bytes.data(), bytes.size()))) {
-    close("tls write to client failed");
-  }
-}
-
-void ClientConnection::pushClientCiphertext() {
-  if (!client_tls_ || closing()) {
-    return;
-  }
-  std::span<const char> out = client_tls_->peekCiphertext();
-  if (!out.empty()) {
-    client_.write(out);
-    client_tls_->consumeCiphertext(out.size());
-  }
+  transport_.flush();
 }
 
 void ClientConnection::flushAudit() {

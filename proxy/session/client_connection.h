@@ -28,7 +28,7 @@
 //
 // Ownership: the worker owns the connection; the connection owns the client stream, its timer,
 // its codec and exchange (and through it the connector and the upstream in use), the parked
-// upstream and the upstreams being closed. close() closes every handle; when the last close
+// upstream and the upstreams being closed (ClientUpstreams). close() closes every handle; when the last close
 // callback has run, WorkerContext::finished() hands it back to be freed (never from inside its
 // own callback: the worker frees it later). No callback outlives it: the DNS lookup is a
 // cancel-on-destroy handle, and streams and timer report their closing before it is freed.
@@ -42,14 +42,16 @@
 
 #include "policy/decision.h"
 #include "proxy/io/tcp_stream.h"
-#include "proxy/io/timer.h"
+#include "proxy/session/client_transport.h"
+#include "proxy/session/client_upstreams.h"
 #include "proxy/session/connection_state.h"
+#include "proxy/session/connection_timer.h"
 #include "proxy/session/exchange.h"
 #include "proxy/session/exchange_host.h"
 #include "proxy/session/http1_server_codec.h"
+#include "proxy/session/tunnel_opening.h"
 #include "proxy/session/upstream_pool.h"
 #include "proxy/session/worker_context.h"
-#include "proxy/tls/tls_session.h"
 
 namespace sluice::proxy {
 struct Generation;
@@ -61,7 +63,9 @@ namespace sluice::proxy::session {
 
 class ClientConnection final : private io::TcpStream::Handler,
                                private ExchangeHost,
-                               private CodecHost {
+                               private CodecHost,
+                               private TransportOwner,
+                               private OpeningHost {
  public:
   // Explicit: the sandbox asks (CONNECT, absolute-form). Transparent: nftables redirected a
   // connection the sandbox made to somewhere else (docs/wire.md#transparent-mode); TLS or HTTP
@@ -125,14 +129,13 @@ class ClientConnection final : private io::TcpStream::Handler,
   const ConnectionFacts& facts() const override { return facts_; }
   const Generation& generation() const override { return *generation_; }
   const SandboxView& sandboxView() const override { return *view_; }
-  void cork() override { ++cork_depth_; }
+  void cork() override { transport_.cork(); }
   void uncork() override;
-  bool corked() const override { return cork_depth_ > 0; }
+  bool corked() const override { return transport_.corked(); }
   void flushCorked() override;
   void noteAudited() override { audited_ = true; }
   void updateReading() override;
-  // Request progress: what idle_timeout counts from (docs/wire.md#limits-and-timeouts).
-  void noteProgress() override { last_progress_ms_ = uv_now(ctx_.loop); }
+  void noteProgress() override { timer_.noteProgress(); }
   void armTimer() override;
   void onPeerDrained() override;
   bool closing() const override {
@@ -147,19 +150,9 @@ class ClientConnection final : private io::TcpStream::Handler,
   void onExchangeOver(ExchangeState outcome) override;
 
   // --- CodecHost (client_connection.cc, client_connection_requests.cc)
-  // Writes to the client (through TLS when inside the tunnel). While corked (inside a callback)
-  // small writes are gathered and go out as one TLS record and one write when the callback
-  // returns: a response head and a small body otherwise cost two of each. Large pieces (a body
-  // read from the upstream) are encrypted at once, uncopied, but their records also wait for
-  // the end of the callback, up to kWriteBatch: one write per upstream read, not one per
-  // 16 KiB record.
-  void sendClient(std::string_view bytes) override;
-  // The bytes that complete a response (its last body bytes, the last chunk, a bodiless head).
-  // Inside a callback they wait for its end, after the audit records written meanwhile have
-  // reached the OS: a client that has its whole answer finds the record, even when sluice is
-  // killed the next instant.
-  void sendClientFinal(std::string_view bytes) override;
-  bool clientBackedUp() const override { return client_.backedUp(); }
+  void sendClient(std::string_view bytes) override { transport_.send(bytes); }
+  void sendClientFinal(std::string_view bytes) override { transport_.sendFinal(bytes); }
+  bool clientBackedUp() const override { return transport_.stream().backedUp(); }
   bool closesAfterExchange() const override {
     return after_exchange_ != AfterExchange::ReadNext;
   }
@@ -169,24 +162,22 @@ class ClientConnection final : private io::TcpStream::Handler,
   void onRequestHead(const http::RequestHead& head) override;
   void onBadRequest(policy::Reason reason, std::string_view detail) override;
 
+  // --- TransportOwner
+  void flushRecords() override { flushAudit(); }
+  void onTransportFailed(std::string_view why) override { close(why); }
+
   // --- the client's bytes (client_connection.cc)
   void onClientBytes(std::span<const char> data);
   // Whether the state wants the client's bytes (before the backed-up rule of updateReading()).
   bool clientWanted() const;
-  void writeClientNow(std::string_view bytes);
-  // Encrypts `bytes` into the client's TLS output (plain HTTP: writes them).
-  void sealClient(std::string_view bytes);
-  // Hands the client's pending TLS records to the socket.
-  void pushClientCiphertext();
   // Hands this connection's buffered audit records to the OS (before the client is closed).
   void flushAudit();
 
-  // --- the opening (client_connection_tunnel.cc)
-  void onFirstBytes(std::span<const char> data);
-  void processClientHello();
+  // --- OpeningHost, and the tunnel once open (client_connection_tunnel.cc)
+  void onHandshakeBytes() override;
+  void onTunnelOpen() override;
+  // Decrypts what the client sent into the codec (the handshake first, while it runs).
   void pumpClientTls();
-  // Refuses a tunnel whose TLS never started: an alert where one can be sent, then close.
-  void refuseTunnel(policy::Reason reason, std::uint8_t alert, std::string_view detail);
 
   // --- requests (client_connection_requests.cc)
   // The first head on the explicit listener when it is not CONNECT: forward mode.
@@ -196,29 +187,29 @@ class ClientConnection final : private io::TcpStream::Handler,
   // A new request (a head, a CONNECT, a redirected ClientHello) while this sandbox's audit file
   // cannot be written: refused, audit_unavailable, its record kept with the others. True when
   // it was; the one place that check is made.
-  bool refuseIfAuditUnavailable();
+  bool refuseIfAuditUnavailable() override;
   // A new request (or tunnel) starts: it is judged by the generation in force now. False, and
   // the connection ended, when that generation no longer has this sandbox (or has it with
   // another CA): a removed sandbox's connections drain.
-  bool takeUpCurrentGeneration();
-  const policy::Sandbox& sandbox() const;
+  bool takeUpCurrentGeneration() override;
+  const policy::Sandbox& sandbox() const override;
   const policy::Config& config() const;
 
   // --- endings and the timer (client_connection_lifetime.cc)
   // The one way the state changes: false (logged; an assertion in debug builds) for a move
   // kConnectionMachine does not list, and the state stays.
-  bool transition(ConnectionState next);
+  bool transition(ConnectionState next) override;
   // Says goodbye politely: close_notify inside TLS, FIN, then drain the client's input for a
   // moment so sluice's last bytes are not destroyed by an RST.
-  void finishConnection();
+  void finishConnection() override;
   // A handle closed; the last one moves the connection to Closed and hands it back.
   void handleClosed();
-  void retireParked();
   // Serving, and no request in progress: waiting for the next head.
   bool betweenRequests() const {
     return state_ == ConnectionState::Serving && !exchange_.inFlight();
   }
   void releaseIdleBuffers();
+  std::uint64_t idleTimeoutMs() const;
   void onTimer();
 
   WorkerContext& ctx_;
@@ -231,33 +222,17 @@ class ClientConnection final : private io::TcpStream::Handler,
   ConnectionState state_ = ConnectionState::ReadingProxyHead;
   AfterExchange after_exchange_ = AfterExchange::ReadNext;
   OpenCount opened_as_;
-  // The last request progress: bytes the request parser used, response bytes from the
-  // upstream, a peer taking what it was sent, the handshake advancing, an exchange starting or
-  // ending. Not any bytes: records that carry no request (TLS KeyUpdates, empty records) or
-  // bytes nobody reads yet (pipelined) keep no connection alive.
-  std::uint64_t last_progress_ms_ = 0;
-  std::uint64_t phase_deadline_ms_ = 0;    // handshake, request head or linger deadline; 0: none
-  std::uint64_t release_deadline_ms_ = 0;  // idle between requests: give buffers back then
-  std::uint64_t armed_for_ms_ = 0;         // when the timer fires (0: not armed)
   bool audited_ = false;                   // a record was written for this connection
-  int open_handles_ = 0;
-  int cork_depth_ = 0;
+  bool stream_closed_ = false;             // the client stream's close callback ran
+  bool timer_closed_ = false;              // the timer's close callback ran
 
-  io::TcpStream client_;
-  io::Timer timer_;
-  std::string hello_;  // raw tunnel bytes until the ClientHello is complete
-  std::optional<tls::TlsSession> client_tls_;  // TLS toward the sandbox
-  std::string client_out_;                     // corked plaintext for the client
+  ClientTransport transport_;
+  ConnectionTimer timer_;
 
   Http1ServerCodec codec_;
   Exchange exchange_;
-  // The upstream of the last exchange, kept between a keep-alive client's requests: its next
-  // request is nearly always for the same (H, port), and taking it back from here costs no pool
-  // lookup and no re-arming of its reads. Still re-checked for every request, like a pooled
-  // one; goes to the pool when the client idles, leaves or asks for another key.
-  std::unique_ptr<UpstreamConnection> parked_;
-  // Upstreams being closed, kept until their close callback.
-  std::vector<std::unique_ptr<UpstreamConnection>> closing_upstreams_;
+  TunnelOpening opening_;
+  ClientUpstreams upstreams_;  // parked between requests, or closing
 };
 
 }  // namespace sluice::proxy::session

@@ -41,7 +41,7 @@ void ClientConnection::onExchangeOver(ExchangeState outcome) {
     return;
   }
   noteProgress();
-  release_deadline_ms_ = last_progress_ms_ + kReleaseIdleBuffersMs;
+  timer_.setRelease(timer_.lastProgress() + kReleaseIdleBuffersMs);
   armTimer();
   codec_.process();  // a pipelined request may already be here
 }
@@ -52,8 +52,8 @@ void ClientConnection::finishConnection() {
   }
   flushAudit();   // the record before the answer's last bytes, and before the connection closes
   flushCorked();  // everything said so far goes before close_notify and FIN
-  if (client_tls_ && client_tls_->handshakeDone()) {
-    client_tls_->shutdown();
+  if (transport_.secure() && transport_.tls().handshakeDone()) {
+    transport_.tls().shutdown();
     sendClient({});
     if (closing()) {
       return;
@@ -62,8 +62,8 @@ void ClientConnection::finishConnection() {
   exchange_.releaseUpstream();
   unpark();
   flushAudit();  // (a record of what just happened, if any)
-  client_.shutdownWrite();
-  phase_deadline_ms_ = uv_now(ctx_.loop) + kLingerMs;
+  transport_.stream().shutdownWrite();
+  timer_.setPhase(timer_.now() + kLingerMs);
   transition(ConnectionState::Lingering);
   armTimer();
 }
@@ -77,24 +77,26 @@ void ClientConnection::close(std::string_view why) {
   transition(ConnectionState::Closing);
   exchange_.dropUpstream();  // the lookup is cancelled: the resolver will not call back
   flushAudit();
-  client_.close();
-  timer_.close([this] { handleClosed(); });
+  transport_.stream().close();
+  timer_.close([this] {
+    timer_closed_ = true;
+    handleClosed();
+  });
   unpark();
 }
 
 void ClientConnection::handleClosed() {
-  if (--open_handles_ == 0) {
+  if (stream_closed_ && timer_closed_ && upstreams_.closing() == 0) {
     transition(ConnectionState::Closed);
     ctx_.finished(this);
   }
 }
 
 void ClientConnection::onClosed(io::TcpStream& stream) {
-  for (auto it = closing_upstreams_.begin(); it != closing_upstreams_.end(); ++it) {
-    if (&(*it)->stream == &stream) {
-      closing_upstreams_.erase(it);
-      break;
-    }
+  if (&stream == &transport_.stream()) {
+    stream_closed_ = true;
+  } else {
+    upstreams_.onClosed(stream);
   }
   handleClosed();
 }
@@ -103,8 +105,8 @@ void ClientConnection::onClosed(io::TcpStream& stream) {
 // Upstream connections between exchanges.
 
 std::unique_ptr<UpstreamConnection> ClientConnection::takeParked(const UpstreamKey& key) {
-  if (parked_ && parked_->key == key) {
-    return std::move(parked_);
+  if (std::unique_ptr<UpstreamConnection> parked = upstreams_.takeParked(key)) {
+    return parked;
   }
   unpark();
   return nullptr;
@@ -112,36 +114,23 @@ std::unique_ptr<UpstreamConnection> ClientConnection::takeParked(const UpstreamK
 
 void ClientConnection::park(std::unique_ptr<UpstreamConnection> connection) {
   unpark();  // (none in practice: an exchange starts by taking the parked one)
-  parked_ = std::move(connection);
-  parked_->stream.setHandler(this);
-  // Read while parked, as the pool does: EOF or stray bytes from an idle upstream retire it
-  // here instead of failing the next request.
-  parked_->stream.startReading();
+  upstreams_.park(std::move(connection));
 }
 
 // The parked upstream goes to the worker's pool (closed instead when draining).
 void ClientConnection::unpark() {
-  if (!parked_) {
+  if (!upstreams_.hasParked()) {
     return;
   }
   if (!keepsUpstreams()) {
-    retireParked();
+    upstreams_.retireParked();
     return;
   }
-  ctx_.pool->put(std::move(parked_));
-}
-
-void ClientConnection::retireParked() {
-  if (parked_) {
-    retire(std::move(parked_));
-  }
+  ctx_.pool->put(upstreams_.unpark());
 }
 
 void ClientConnection::retire(std::unique_ptr<UpstreamConnection> connection) {
-  connection->stream.setHandler(this);
-  connection->stream.close();
-  closing_upstreams_.push_back(std::move(connection));
-  ++open_handles_;
+  upstreams_.retire(std::move(connection));
 }
 
 bool ClientConnection::keepsUpstreams() const {
@@ -149,67 +138,39 @@ bool ClientConnection::keepsUpstreams() const {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Deadlines: one timer, armed for the earliest of the idle deadline, the connection's phase
-// deadline (handshake, request head, linger), the exchange's (connect) and the moment to give
-// idle buffers back.
+// The timer.
 
 void ClientConnection::armTimer() {
-  if (closing()) {
-    return;
+  if (!closing()) {
+    timer_.arm(idleTimeoutMs(), exchange_.deadline());
   }
-  const auto& limits = config().limits;
-  std::uint64_t now = uv_now(ctx_.loop);
-  std::uint64_t idle = last_progress_ms_ + static_cast<std::uint64_t>(limits.idle_timeout.count());
-  std::uint64_t deadline = phase_deadline_ms_ != 0 ? std::min(idle, phase_deadline_ms_) : idle;
-  if (std::uint64_t exchange = exchange_.deadline(); exchange != 0) {
-    deadline = std::min(deadline, exchange);
-  }
-  if (release_deadline_ms_ != 0) {
-    deadline = std::min(deadline, release_deadline_ms_);
-  }
-  if (armed_for_ms_ != 0 && armed_for_ms_ <= deadline) {
-    // Already armed for this moment or an earlier one, which re-arms for the rest: a deadline
-    // that moved later (each request moves the idle deadline) costs no timer-heap update.
-    return;
-  }
-  armed_for_ms_ = deadline;
-  std::uint64_t delay = deadline > now ? deadline - now : 0;
-  timer_.start(std::chrono::milliseconds(delay), [this] { onTimer(); });
+}
+
+std::uint64_t ClientConnection::idleTimeoutMs() const {
+  return static_cast<std::uint64_t>(config().limits.idle_timeout.count());
 }
 
 // An idle keep-alive connection keeps little: TLS record buffers, write queues and scratch
 // space go back after a second without a request (not at once: a busy client would pay for the
 // memory twice per request). What a connection costs idle is what sluice costs at scale.
 void ClientConnection::releaseIdleBuffers() {
-  if (!betweenRequests() || codec_.pending() != 0 || cork_depth_ > 0) {
+  if (!betweenRequests() || codec_.pending() != 0 || transport_.corked()) {
     return;
   }
   unpark();  // an idle client's upstream may serve another client meanwhile
   ctx_.state->heap_shrank.store(true, std::memory_order_relaxed);
-  client_out_ = std::string();
+  transport_.releaseBuffers();
   exchange_.releaseBuffers();
-  if (client_tls_) {
-    client_tls_->releaseBuffers();
-  }
-  client_.releaseBuffers();
   codec_.releaseBuffers();
 }
 
 void ClientConnection::onTimer() {
   Cork cork(*this);
-  armed_for_ms_ = 0;
-  std::uint64_t now = uv_now(ctx_.loop);
-  const auto& limits = config().limits;
-  if (release_deadline_ms_ != 0 && now >= release_deadline_ms_) {
-    release_deadline_ms_ = 0;
+  const ConnectionTimer::Due due = timer_.fired(idleTimeoutMs(), exchange_.deadline());
+  if (due.release) {
     releaseIdleBuffers();
   }
-  const bool phase_over = phase_deadline_ms_ != 0 && now >= phase_deadline_ms_;
-  const std::uint64_t exchange_deadline = exchange_.deadline();
-  const bool exchange_over = exchange_deadline != 0 && now >= exchange_deadline;
-  const bool idle_over =
-      now >= last_progress_ms_ + static_cast<std::uint64_t>(limits.idle_timeout.count());
-  if (!phase_over && !exchange_over && !idle_over) {
+  if (!due.phase && !due.other && !due.idle) {
     armTimer();  // progress moved the idle deadline on
     return;
   }
@@ -217,12 +178,12 @@ void ClientConnection::onTimer() {
     close("linger over");
     return;
   }
-  if (state_ == ConnectionState::Serving && exchange_.onTimeout(exchange_over)) {
+  if (state_ == ConnectionState::Serving && exchange_.onTimeout(due.other)) {
     return;  // a connect deadline (the next address), or no answer in time
   }
   // The handshake, or a request head, took too long, or the connection idled between requests
   // (or while its request body was held): nothing was asked, so nothing is answered.
-  close(phase_over ? "handshake or request head too slow" : "idle timeout");
+  close(due.phase ? "handshake or request head too slow" : "idle timeout");
 }
 
 }  // namespace sluice::proxy::session

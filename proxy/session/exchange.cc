@@ -8,6 +8,7 @@
 #include "policy/secret_use.h"
 #include "proxy/gateway_state.h"
 #include "proxy/generation.h"
+#include "proxy/session/credential_brokering.h"
 #include "proxy/session/denial.h"
 #include "proxy/session/state_change.h"
 
@@ -21,40 +22,10 @@ std::uint16_t defaultPort(policy::Scheme scheme) {
 
 }  // namespace
 
-void RequestRecord::reset(std::uint64_t now_ms, std::uint64_t now_ns, bool hash) {
-  started_ms = now_ms;
-  started_ns = now_ns;
-  ts = std::chrono::system_clock::now();
-  target_host.clear();
-  host.clear();
-  port = 0;
-  scheme = policy::Scheme::Https;
-  method.clear();
-  origin_target.clear();
-  host_header.reset();
-  url.clear();
-  verdict = policy::Verdict::Deny;
-  policy_reason = policy::Reason::None;
-  rule.clear();
-  answer.reset();
-  upstream.reset();
-  status = 0;
-  req_bytes = 0;
-  resp_bytes = 0;
-  hashing = hash;
-  if (hash) {
-    if (!req_hash) {
-      req_hash.reset(EVP_MD_CTX_new());
-      resp_hash.reset(EVP_MD_CTX_new());
-    }
-    EVP_DigestInit_ex(req_hash.get(), EVP_sha256(), nullptr);
-    EVP_DigestInit_ex(resp_hash.get(), EVP_sha256(), nullptr);
-  }
-}
-
 Exchange::Exchange(ExchangeHost& host, Downstream& downstream, std::size_t max_header_bytes)
     : host_(host),
       downstream_(downstream),
+      relay_(downstream),
       connector_(host, *this),
       h1_(host, *this, max_header_bytes) {}
 
@@ -79,7 +50,6 @@ void Exchange::beginRecord(bool hash) {
   origin_ = UpstreamOrigin::Dialled;
   after_ = UpstreamAfter::Keep;
   rate_ = RateToken::NotTaken;
-  response_length_.reset();
   inject_fields_.clear();
   transition(ExchangeState::Deciding);
 }
@@ -232,12 +202,8 @@ bool Exchange::refuseSecretMisuse() {
   if (secrets.empty()) {
     return false;
   }
-  const http::RequestHead& head = *head_;
   const policy::Rule* rule = matched_rule_;
-  const policy::Secret* misused = policy::misusedSecret(secrets, rule, head.target);
-  for (std::size_t i = 0; misused == nullptr && i < head.headers.size(); ++i) {
-    misused = policy::misusedSecret(secrets, rule, head.headers.value(i));
-  }
+  const policy::Secret* misused = misusedInHead(secrets, rule, *head_);
   if (misused == nullptr) {
     return false;
   }
@@ -248,48 +214,9 @@ bool Exchange::refuseSecretMisuse() {
   return true;
 }
 
-bool Exchange::readsRequest() const {
-  switch (state_) {
-    case ExchangeState::Idle:
-    case ExchangeState::Complete:
-    case ExchangeState::Denied:
-    case ExchangeState::Failed:
-      return true;  // the next head
-    case ExchangeState::HoldingBody:
-      return request_end_ == RequestEnd::Pending && held_body_.size() < kBodyScanBytes;
-    case ExchangeState::SendingRequest:
-    case ExchangeState::RespondingWhileSending:
-    case ExchangeState::FinishingRequest:
-      return true;  // the body
-    default:
-      return false;
-  }
-}
-
-Exchange::ClientBytes Exchange::clientBytes() const {
-  switch (state_) {
-    case ExchangeState::Idle:
-    case ExchangeState::Deciding:
-    case ExchangeState::Complete:
-    case ExchangeState::Denied:
-    case ExchangeState::Failed:
-      return ClientBytes::Wanted;  // the next request head
-    case ExchangeState::HoldingBody:
-      return held_body_.size() < kBodyScanBytes && request_end_ == RequestEnd::Pending
-                 ? ClientBytes::Wanted
-                 : ClientBytes::NotWanted;
-    case ExchangeState::AwaitingUpstream:
-      return ClientBytes::NotWanted;  // a head waits for DNS or a connection: nothing more
-    case ExchangeState::SendingRequest:
-    case ExchangeState::RespondingWhileSending:
-    case ExchangeState::FinishingRequest:
-      // The body is read as fast as the upstream takes it.
-      return upstreamBackedUp() ? ClientBytes::NotWanted : ClientBytes::Wanted;
-    case ExchangeState::AwaitingResponse:
-    case ExchangeState::Responding:
-      return ClientBytes::PipelinedOnly;
-  }
-  return ClientBytes::NotWanted;
+bool Exchange::holdsMore() const {
+  return state_ == ExchangeState::HoldingBody && request_end_ == RequestEnd::Pending &&
+         held_body_.size() < kBodyScanBytes;
 }
 
 void Exchange::deny(policy::Reason reason, std::string_view detail) {
@@ -375,57 +302,12 @@ void Exchange::updateUpstreamReading(bool client_backed_up) {
 void Exchange::releaseBuffers() { h1_.releaseBuffers(); }
 
 void Exchange::writeRecord(policy::Verdict verdict, policy::Reason reason, int status) {
-  const SandboxView& view = host_.sandboxView();
-  if (view.audit == nullptr) {
+  if (host_.sandboxView().audit == nullptr) {
     return;
   }
-  const ConnectionFacts& connection = host_.facts();
-  audit::AuditRecord r;
-  // When the request (or the CONNECT, or the refused head) began; now if nothing began.
-  r.ts = record_.started_ms != 0 ? record_.ts : std::chrono::system_clock::now();
-  r.sandbox = sandbox().name;
-  r.conn = connection.id;
-  r.client = connection.client;
-  r.mode = connection.mode;
-  r.orig_dst = connection.orig_dst;
-  if (connection.sni_state == policy::SniState::Present) {
-    r.sni = connection.sni;
-  }
-  if (record_.host_header) {
-    r.host = *record_.host_header;
-  }
-  if (!record_.method.empty()) {
-    r.method = record_.method;
-  }
-  r.url = record_.url;
-  if (record_.answer) {
-    r.addrs = record_.answer->addresses;
-  }
-  r.upstream = record_.upstream;
-  r.decision = verdict;
-  r.rule = record_.rule;
-  r.reason = reason;
-  r.status = status;
-  r.req_bytes = record_.req_bytes;
-  r.resp_bytes = record_.resp_bytes;
-  if (record_.hashing) {
-    r.hashed = true;
-    unsigned n = 0;
-    EVP_DigestFinal_ex(record_.req_hash.get(), r.req_sha256.data(), &n);
-    EVP_DigestFinal_ex(record_.resp_hash.get(), r.resp_sha256.data(), &n);
-  }
-  std::uint64_t now = uv_now(host_.context().loop);
-  std::uint64_t begun = record_.started_ms != 0 ? record_.started_ms : connection.started_ms;
-  r.duration_ms = now > begun ? now - begun : 0;
-  view.audit->write(r);
+  writeAuditRecord(record_, host_.facts(), host_.sandboxView(), host_.runtime(),
+                   uv_now(host_.context().loop), verdict, reason, status);
   host_.noteAudited();
-  // The counters follow the audit log: one request per record, its body bytes.
-  admin::SandboxMetrics& m = host_.runtime().metrics;
-  m.countRequest(policy::toString(verdict), reason);
-  m.addBytes(record_.req_bytes, record_.resp_bytes);
-  if (record_.started_ns != 0) {
-    m.request_duration.observe((uv_hrtime() - record_.started_ns) / 1000);
-  }
 }
 
 }  // namespace sluice::proxy::session

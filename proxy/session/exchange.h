@@ -33,7 +33,7 @@
 #include "proxy/session/exchange_state.h"
 #include "proxy/session/http1_upstream.h"
 #include "proxy/session/request_record.h"
-#include "proxy/session/secret_mask.h"
+#include "proxy/session/response_relay.h"
 
 namespace sluice::proxy::session {
 
@@ -89,16 +89,8 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   void waiveRateToken() { rate_ = RateToken::Waived; }
 
   // --- the request's bytes, from the codec
-  // Whether the codec should feed the request parser now (a head between requests, the body).
-  bool readsRequest() const;
-  // Whether the client's bytes are wanted now (the reading rule of ClientConnection).
-  enum class ClientBytes : std::uint8_t {
-    Wanted,         // a head, or the body as fast as the upstream takes it
-    NotWanted,      // waiting for an upstream, or the held body is full, or the upstream is
-                    // backed up
-    PipelinedOnly,  // the request is complete: read on only while little is buffered
-  };
-  ClientBytes clientBytes() const;
+  // HoldingBody, and more of the body may be held (the codec reads on).
+  bool holdsMore() const;
   void onRequestBody(std::span<const char> data);
   void onRequestEnd();
   // HoldingBody is over (64 KiB held, or the whole body): scan, then deny or go upstream.
@@ -126,6 +118,7 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   bool upstreamBackedUp() const { return h1_.backedUp(); }
   void updateUpstreamReading(bool client_backed_up);
   void flushCorkedUpstream() { h1_.flushCorked(); }
+  void discardCorkedUpstream() { h1_.discardCorked(); }
   // The earliest deadline of the exchange (its connector's; 0: none).
   std::uint64_t deadline() const { return connector_.deadline(); }
   void releaseBuffers();
@@ -165,16 +158,14 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   void acquireUpstream(const policy::Decision& decision);
   // The head sluice writes, what HoldingBody read, and then the rest of the request.
   void startForwarding();
-  // The rule's injected headers (and Accept-Encoding: identity when there are any), which
-  // replace the sandbox's in the head sluice writes.
-  void injectSecrets();
   // "host[:port]" as sluice writes it upstream: canonical H, the port only when not the default.
   std::string canonicalAuthority() const;
   // The answer to an injecting exchange has a content coding sluice cannot look into: 502
   // instead of forwarding it. True when it did.
   bool refuseEncodedResponse(const http::ResponseHead& head);
-  void sendResponseBody(std::span<const char> data, bool completes_response);
-  void flushResponseMask();
+  // The secrets the response is masked for: those of this generation when the exchange
+  // injected any, else none.
+  const SecretPatterns* maskPatterns() const;
   // Both the request and the response are over: the record, then the next request or the end.
   void finish();
   // A failure on the way to or from the upstream (the stale-connection retry included).
@@ -193,14 +184,11 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   UpstreamOrigin origin_ = UpstreamOrigin::Dialled;
   UpstreamAfter after_ = UpstreamAfter::Keep;
   RateToken rate_ = RateToken::NotTaken;
-  // The Content-Length of the response's body, when it has one: its last bytes complete it.
-  std::optional<std::uint64_t> response_length_;
   // HoldingBody: the decoded start of the body (a little over 64 KiB at most), scanned for
   // placeholders before anything is forwarded; sent ahead of the rest once forwarding starts.
   std::string held_body_;
   std::vector<http::HeaderField> inject_fields_;  // the rule's injected headers; reused
-  SecretMask response_mask_;
-  std::string masked_;  // a response body piece after masking; reused
+  ResponseRelay relay_;
   Connector connector_;
   Http1Upstream h1_;
 };

@@ -5,14 +5,13 @@
 #include <spdlog/spdlog.h>
 
 #include "proxy/generation.h"
+#include "proxy/session/credential_brokering.h"
 #include "proxy/session/denial.h"
 #include "proxy/session/exchange.h"
 
 namespace sluice::proxy::session {
 
 namespace {
-
-constexpr std::string_view kAcceptEncoding = "Accept-Encoding";
 
 std::uint16_t defaultPort(policy::Scheme scheme) {
   return scheme == policy::Scheme::Https ? 443 : 80;
@@ -80,7 +79,8 @@ void Exchange::startForwarding() {
   }
   transition(ExchangeState::SendingRequest);
   std::string host_value = canonicalAuthority();
-  injectSecrets();  // credential brokering: the rule's headers replace the sandbox's
+  // Credential brokering: the rule's headers replace the sandbox's.
+  injectedFields(matched_rule_, *host_.generation().secrets, inject_fields_);
   h1_.sendHead(*head_, record_.origin_target, host_value, inject_fields_);
   if (!held_body_.empty()) {
     // What HoldingBody read, in the framing sluice forwards with, ahead of the rest.
@@ -105,24 +105,6 @@ std::string Exchange::canonicalAuthority() const {
     value += ':' + std::to_string(record_.port);
   }
   return value;
-}
-
-void Exchange::injectSecrets() {
-  inject_fields_.clear();
-  bool rule_sets_accept_encoding = false;
-  if (const policy::Rule* rule = matched_rule_) {
-    for (const policy::SecretInjection& injection : rule->inject) {
-      inject_fields_.push_back(
-          {injection.header, host_.generation().secrets->value(injection.secret)});
-      rule_sets_accept_encoding |= http::ascii::iequals(injection.header, kAcceptEncoding);
-    }
-  }
-  if (!inject_fields_.empty() && !rule_sets_accept_encoding) {
-    // The answer is masked, and masking cannot see into a compressed body: ask for it
-    // uncompressed, in place of what the sandbox asked for (a client that asked for gzip reads
-    // identity too, as HTTP allows).
-    inject_fields_.push_back({kAcceptEncoding, "identity"});
-  }
 }
 
 void Exchange::onRequestBody(std::span<const char> data) {
@@ -161,27 +143,20 @@ void Exchange::onRequestEnd() {
 
 // --- the response down
 
+const SecretPatterns* Exchange::maskPatterns() const {
+  return inject_fields_.empty() ? nullptr : &host_.generation().secrets->patterns();
+}
+
 void Exchange::onInterimHead(const http::ResponseHead& head) {
-  // (103 Early Hints may echo the request too)
-  response_mask_.reset(!inject_fields_.empty() ? &host_.generation().secrets->patterns()
-                                               : nullptr);
-  downstream_.sendInterimHead(head, response_mask_);
+  relay_.interimHead(head, maskPatterns());
 }
 
 void Exchange::onResponseHead(const http::ResponseHead& head) {
   record_.status = head.status;
-  response_length_.reset();
-  if (head.framing == http::ResponseFraming::ContentLength) {
-    response_length_ = head.content_length;
-  }
   if (refuseEncodedResponse(head)) {
     return;
   }
-  // An upstream that echoes the request must not hand the sandbox the secret, in any form the
-  // masking knows (docs/wire.md#what-masking-catches-and-what-it-does-not).
-  response_mask_.reset(!inject_fields_.empty() ? &host_.generation().secrets->patterns()
-                                               : nullptr);
-  downstream_.sendResponseHead(head, response_mask_);
+  relay_.head(head, maskPatterns());
   if (host_.closing()) {
     return;
   }
@@ -192,36 +167,17 @@ void Exchange::onResponseHead(const http::ResponseHead& head) {
 // A content coding (gzip, br, deflate, zstd, an encrypted one...) hides an echoed secret from the
 // masking, which reads the bytes as they come. sluice asked for identity, so an answer coded
 // anyway is not forwarded: 502 before its head goes out, with upstream_connect, the stable
-// reason for an upstream that gave sluice nothing it can forward (as for a malformed answer). A
-// bodiless answer (HEAD, 204, 304) hides nothing and passes. Transfer codings other than chunked
-// never get here: the response parser refuses them on every response.
+// reason for an upstream that gave sluice nothing it can forward (as for a malformed answer).
 bool Exchange::refuseEncodedResponse(const http::ResponseHead& head) {
-  if (inject_fields_.empty() || head.framing == http::ResponseFraming::None) {
+  if (inject_fields_.empty() || !codedBody(head)) {
     return false;
   }
-  for (std::size_t i = 0; i < head.headers.size(); ++i) {
-    if (!http::ascii::iequals(head.headers.name(i), "Content-Encoding")) {
-      continue;
-    }
-    std::string_view list = head.headers.value(i);
-    for (;;) {
-      const std::size_t comma = list.find(',');
-      const std::string_view coding = http::ascii::trimOws(list.substr(0, comma));
-      if (!coding.empty() && !http::ascii::iequals(coding, "identity")) {
-        // The coding's name is the upstream's text: it stays out of the answer and the log.
-        deny(policy::Reason::UpstreamConnect,
-             "the upstream answered with a Content-Encoding (compressed or otherwise encoded) "
-             "although sluice asked for identity: a secret it echoes could not be masked, so "
-             "the answer is not forwarded");
-        return true;
-      }
-      if (comma == std::string_view::npos) {
-        break;
-      }
-      list.remove_prefix(comma + 1);
-    }
-  }
-  return false;
+  // The coding's name is the upstream's text: it stays out of the answer and the log.
+  deny(policy::Reason::UpstreamConnect,
+       "the upstream answered with a Content-Encoding (compressed or otherwise encoded) "
+       "although sluice asked for identity: a secret it echoes could not be masked, so the "
+       "answer is not forwarded");
+  return true;
 }
 
 void Exchange::onResponseBody(std::span<const char> data) {
@@ -229,39 +185,13 @@ void Exchange::onResponseBody(std::span<const char> data) {
   if (record_.hashing) {
     EVP_DigestUpdate(record_.resp_hash.get(), data.data(), data.size());
   }
-  // The last bytes of a Content-Length body complete the response (a chunked one ends with the
-  // last chunk, endResponse()).
-  bool last = response_length_ && record_.resp_bytes >= *response_length_;
-  if (response_mask_.active()) {
-    masked_.clear();
-    response_mask_.feed(data, masked_);
-    sendResponseBody(masked_, last);
-    return;
-  }
-  sendResponseBody(data, last);
-}
-
-void Exchange::sendResponseBody(std::span<const char> data, bool completes_response) {
-  if (data.empty()) {
-    return;  // (an empty chunk would end a chunked body)
-  }
-  downstream_.sendResponseBody(data, completes_response);
-}
-
-void Exchange::flushResponseMask() {
-  if (response_mask_.active()) {
-    masked_.clear();
-    response_mask_.finish(masked_);
-    sendResponseBody(masked_, true);  // only ever at the response's end
-    response_mask_.reset(nullptr);
-  }
+  relay_.body(data, record_.resp_bytes);
 }
 
 void Exchange::onResponseComplete(bool more) {
   // Bytes after the response: the upstream is in no known state, never reuse it.
   after_ = more ? UpstreamAfter::Close : UpstreamAfter::Keep;
-  flushResponseMask();
-  downstream_.endResponse();
+  relay_.end();
   if (state_ == ExchangeState::RespondingWhileSending) {
     // The upstream answered before the request body ended (a 413, a redirect). Neither
     // connection is in a known state any more: finish this exchange and close both.
@@ -272,8 +202,7 @@ void Exchange::onResponseComplete(bool more) {
 }
 
 void Exchange::onResponseEndedByClose() {
-  flushResponseMask();
-  downstream_.endResponse();
+  relay_.end();
   if (state_ == ExchangeState::RespondingWhileSending) {
     // The rest of the request body is read and dropped; the exchange completes at its end.
     transition(ExchangeState::FinishingRequest);

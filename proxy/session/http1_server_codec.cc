@@ -15,17 +15,48 @@ Http1ServerCodec::Http1ServerCodec(CodecHost& host, Exchange& exchange,
 
 bool Http1ServerCodec::mayParse() const {
   const ConnectionState state = host_.state();
-  return state == ConnectionState::ReadingProxyHead ||
-         (state == ConnectionState::Serving && exchange_.readsRequest());
+  if (state == ConnectionState::ReadingProxyHead) {
+    return true;
+  }
+  if (state != ConnectionState::Serving) {
+    return false;
+  }
+  switch (exchange_.state()) {
+    case ExchangeState::Idle:
+    case ExchangeState::Complete:
+    case ExchangeState::Denied:
+    case ExchangeState::Failed:
+      return true;  // the next head
+    case ExchangeState::HoldingBody:
+      return exchange_.holdsMore();
+    case ExchangeState::SendingRequest:
+    case ExchangeState::RespondingWhileSending:
+    case ExchangeState::FinishingRequest:
+      return true;  // the body
+    default:
+      return false;  // deciding, or waiting for an upstream: the rest waits
+  }
 }
 
 bool Http1ServerCodec::wantsBytes() const {
-  switch (exchange_.clientBytes()) {
-    case Exchange::ClientBytes::Wanted:
-      return true;
-    case Exchange::ClientBytes::NotWanted:
-      return false;
-    case Exchange::ClientBytes::PipelinedOnly:
+  switch (exchange_.state()) {
+    case ExchangeState::Idle:
+    case ExchangeState::Deciding:
+    case ExchangeState::Complete:
+    case ExchangeState::Denied:
+    case ExchangeState::Failed:
+      return true;  // the next request head
+    case ExchangeState::HoldingBody:
+      return exchange_.holdsMore();
+    case ExchangeState::AwaitingUpstream:
+      return false;  // a head waits for DNS or a connection: read nothing more meanwhile
+    case ExchangeState::SendingRequest:
+    case ExchangeState::RespondingWhileSending:
+    case ExchangeState::FinishingRequest:
+      // The body is read as fast as the upstream takes it.
+      return !exchange_.upstreamBackedUp();
+    case ExchangeState::AwaitingResponse:
+    case ExchangeState::Responding:
       // The request is complete. Reading goes on, so that the next request of a keep-alive
       // client does not cost two epoll_ctl calls to stop and restart, but only while little is
       // buffered: a pipelining client gets at most kPipelineBudget plus one read held for it.

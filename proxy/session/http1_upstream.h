@@ -48,6 +48,8 @@ class Http1Upstream final : public UpstreamChannel,
 
   // The upstream may carry another request after this response (its head said so).
   bool responseKeepsAlive() const { return parser_.head().keep_alive; }
+  // Drops what corked sends gathered (the connection is closing).
+  void discardCorked() { out_.clear(); }
   // Gives back the memory of idle buffers.
   void releaseBuffers();
 

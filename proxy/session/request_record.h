@@ -16,6 +16,7 @@
 
 #include "policy/decision.h"
 #include "proxy/dns/answer.h"
+#include "proxy/session/exchange_host.h"
 
 namespace sluice::proxy::session {
 
@@ -68,5 +69,13 @@ struct RequestRecord {
     return verdict == policy::Verdict::Report ? policy_reason : policy::Reason::None;
   }
 };
+
+// Writes `record`'s audit record (with the connection's facts, `verdict`, `reason` and the
+// `status` the client got) to the sandbox's audit log, and counts it in the sandbox's metrics,
+// which follow the audit log: one request per record, its body bytes. Nothing when the sandbox
+// has no audit log. The body digests are finished: a record is written once.
+void writeAuditRecord(RequestRecord& record, const ConnectionFacts& connection,
+                      const SandboxView& view, SandboxRuntime& runtime, std::uint64_t now_ms,
+                      policy::Verdict verdict, policy::Reason reason, int status);
 
 }  // namespace sluice::proxy::session

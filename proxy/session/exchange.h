@@ -91,6 +91,8 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   // --- the request's bytes, from the codec
   // HoldingBody, and more of the body may be held (the codec reads on).
   bool holdsMore() const;
+  // The connector resolves, dials or handshakes: the request waits.
+  bool connectorWorking() const { return connector_.working(); }
   void onRequestBody(std::span<const char> data);
   void onRequestEnd();
   // HoldingBody is over (64 KiB held, or the whole body): scan, then deny or go upstream.

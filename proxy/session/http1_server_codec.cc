@@ -49,7 +49,10 @@ bool Http1ServerCodec::wantsBytes() const {
     case ExchangeState::HoldingBody:
       return exchange_.holdsMore();
     case ExchangeState::AwaitingUpstream:
-      return false;  // a head waits for DNS or a connection: read nothing more meanwhile
+      // A head waits for DNS or a connection: read nothing more meanwhile. (Not while the
+      // connector only looks at the parked or a pooled connection: that takes no time, and
+      // stopping and restarting the reads for it would cost two epoll_ctl calls per request.)
+      return !exchange_.connectorWorking();
     case ExchangeState::SendingRequest:
     case ExchangeState::RespondingWhileSending:
     case ExchangeState::FinishingRequest:
@@ -141,10 +144,17 @@ void Http1ServerCodec::releaseBuffers() {
   scratch_ = std::string();
 }
 
+void Http1ServerCodec::startHead() {
+  scratch_.clear();
+  if (scratch_.capacity() < kHeadReserve) {
+    scratch_.reserve(kHeadReserve);  // one allocation, not one per doubling, for a fresh buffer
+  }
+}
+
 void Http1ServerCodec::sendContinue() { host_.sendClient("HTTP/1.1 100 Continue\r\n\r\n"); }
 
 void Http1ServerCodec::sendInterimHead(const http::ResponseHead& head, SecretMask& mask) {
-  scratch_.clear();
+  startHead();
   http::writeResponseHead(scratch_, head, http::ResponseFraming::None, false);
   sendHead(scratch_, false, mask);
 }
@@ -165,7 +175,7 @@ void Http1ServerCodec::sendResponseHead(const http::ResponseHead& head, SecretMa
                                            : http::ResponseFraming::None;
       break;
   }
-  scratch_.clear();
+  startHead();
   http::writeResponseHead(scratch_, head, to_client_, host_.closesAfterExchange());
   // A bodiless answer (HEAD, 204, 304, Content-Length: 0) is complete with its head.
   const bool bodiless =

@@ -90,6 +90,9 @@ class Http1ServerCodec final : public Downstream, private http::RequestBodySink 
  private:
   void onRequestBody(std::span<const char> data) override;
   bool mayParse() const;
+  // Empties the scratch buffer for a head, with room for a typical one.
+  void startHead();
+  static constexpr std::size_t kHeadReserve = 512;
   // A head (masked whole when the mask is active: then the mask starts over for the body).
   void sendHead(std::string_view head, bool completes_response, SecretMask& mask);
 

@@ -14,6 +14,9 @@ namespace {
 constexpr std::size_t kPlainChunk = 16 * 1024;
 thread_local char t_upstream_plain[kPlainChunk];
 
+// Room for a typical request head in a fresh scratch buffer.
+constexpr std::size_t kHeadReserve = 512;
+
 // Corked bytes for the upstream are written once they reach this.
 constexpr std::size_t kCorkedUpstreamLimit = 16 * 1024;
 
@@ -38,6 +41,9 @@ void Http1Upstream::sendHead(const http::RequestHead& head, std::string_view tar
   framing_ = head.framing;
   secret_ = !inject.empty();
   scratch_.clear();
+  if (scratch_.capacity() < kHeadReserve) {
+    scratch_.reserve(kHeadReserve);  // one allocation, not one per doubling, for a fresh buffer
+  }
   http::writeRequestHead(scratch_, head, target, host, inject);
   send(scratch_);
   wipeIfSecret(scratch_);

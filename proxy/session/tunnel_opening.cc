@@ -33,7 +33,7 @@ void TunnelOpening::onConnect(const http::RequestHead& head) {
   exchange_.beginRecord(false);
   RequestRecord& record = exchange_.record();
   record.method = "CONNECT";
-  record.url = "https://" + std::string(head.connect_authority);
+  record.url.assign("https://").append(head.connect_authority);
   record.scheme = policy::Scheme::Https;
   if (head.host_count == 1) {
     record.host_header.emplace(head.host);

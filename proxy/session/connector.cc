@@ -18,13 +18,18 @@ Connector::~Connector() {
 }
 
 bool Connector::transition(ConnectorState next) {
+  const bool was_working = working();
+  const bool was_handshaking = state_ == ConnectorState::Handshaking;
   if (!changeState(host_.context(), host_.facts().id, kConnectorMachine, state_, next)) {
     return false;
   }
   if (!working()) {
     deadline_ms_ = 0;
   }
-  host_.updateReading();
+  // The client is not read while the connector works, the connection being handshaken is.
+  if (working() != was_working || was_handshaking || next == ConnectorState::Handshaking) {
+    host_.updateReading();
+  }
   return true;
 }
 

@@ -30,10 +30,13 @@ Exchange::Exchange(ExchangeHost& host, Downstream& downstream, std::size_t max_h
       h1_(host, *this, max_header_bytes) {}
 
 bool Exchange::transition(ExchangeState next) {
+  const int reading = readingClass(state_);
   if (!changeState(host_.context(), host_.facts().id, kExchangeMachine, state_, next)) {
     return false;
   }
-  host_.updateReading();
+  if (readingClass(next) != reading) {
+    host_.updateReading();
+  }
   return true;
 }
 

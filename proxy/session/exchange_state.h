@@ -111,6 +111,26 @@ constexpr bool readingRequestBody(ExchangeState s) {
   return s == ExchangeState::SendingRequest || s == ExchangeState::RespondingWhileSending ||
          s == ExchangeState::FinishingRequest;
 }
+// What the connection reads while the exchange is in `s` (ClientConnection::updateReading()):
+// a move within one class changes nothing there, and costs no look at it.
+constexpr int readingClass(ExchangeState s) {
+  switch (s) {
+    case ExchangeState::HoldingBody:
+      return 1;  // the body, up to what is held
+    case ExchangeState::AwaitingUpstream:
+      return 2;  // nothing, while the connector works
+    case ExchangeState::SendingRequest:
+    case ExchangeState::RespondingWhileSending:
+      return 3;  // the body, and the upstream
+    case ExchangeState::FinishingRequest:
+      return 4;  // the body, to drop it
+    case ExchangeState::AwaitingResponse:
+    case ExchangeState::Responding:
+      return 5;  // the upstream, and pipelined requests within a budget
+    default:
+      return 0;  // the next head
+  }
+}
 // Its response head went to the client.
 constexpr bool responseBegun(ExchangeState s) {
   return s == ExchangeState::RespondingWhileSending || s == ExchangeState::Responding ||

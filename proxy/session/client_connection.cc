@@ -25,6 +25,7 @@ ClientConnection::ClientConnection(WorkerContext& context,
       opening_(*this, context, facts_, exchange_, transport_, codec_),
       upstreams_(*this) {
   facts_.id = id;
+  ctx_.debug_log = spdlog::should_log(spdlog::level::debug);
   if (listener == Listener::Transparent) {
     facts_.mode = audit::Mode::Transparent;
     state_ = ConnectionState::Sniffing;  // where a redirected connection starts (not a move)

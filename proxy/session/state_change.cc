@@ -6,11 +6,6 @@
 
 namespace sluice::proxy::session {
 
-bool debugLogging() {
-  static const bool on = spdlog::default_logger_raw()->should_log(spdlog::level::debug);
-  return on;
-}
-
 void reportStateChange(WorkerContext& ctx, std::uint64_t connection, std::string_view machine,
                        std::string_view from, std::string_view to, bool allowed) {
   if (!allowed) {

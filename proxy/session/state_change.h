@@ -17,16 +17,12 @@ namespace sluice::proxy::session {
 void reportStateChange(WorkerContext& ctx, std::uint64_t connection, std::string_view machine,
                        std::string_view from, std::string_view to, bool allowed);
 
-// Whether debug logging is on (SLUICE_LOG=debug), as it was when the first move was made: the
-// level is set once, at start, and a move is made for every step of every request.
-bool debugLogging();
-
 template <typename State, std::size_t kStates, std::size_t kEdges>
 bool changeState(WorkerContext& ctx, std::uint64_t connection,
                  const TransitionTable<State, kStates, kEdges>& table, State& current,
                  State next) {
   const bool allowed = table.allows(current, next);
-  if (!allowed || ctx.on_transition || debugLogging()) {
+  if (!allowed || ctx.debug_log || ctx.on_transition) {
     reportStateChange(ctx, connection, table.machine(), table.name(current), table.name(next),
                       allowed);
   }

@@ -47,7 +47,10 @@ struct WorkerContext {
   std::function<void(ClientConnection*)> finished;
   // The worker is draining: finish the exchange in progress, keep nothing alive.
   bool draining = false;
-  // Tests: told every move of every session's machines. Empty in sluice (one branch per move).
+  // Whether debug lines are logged (SLUICE_LOG=debug), as the last connection made found it: a
+  // state machine moves at every step of every request, and asks this, not the logger.
+  bool debug_log = false;
+  // Tests: told every move of every connection's machines. Empty in sluice (one branch per move).
   std::function<void(const StateChange&)> on_transition;
 };
 

@@ -27,11 +27,11 @@
 // keeps one of each and reuses them (an HTTP/2 connection would keep many exchanges).
 //
 // Ownership: the worker owns the connection; the connection owns the client stream, its timer,
-// its codec and exchange (and through it the connector and the upstream in use), the parked
-// upstream and the upstreams being closed (ClientUpstreams). close() closes every handle; when the last close
-// callback has run, WorkerContext::finished() hands it back to be freed (never from inside its
-// own callback: the worker frees it later). No callback outlives it: the DNS lookup is a
-// cancel-on-destroy handle, and streams and timer report their closing before it is freed.
+// its codec, its exchange (and through it the connector and the upstream in use), the parked
+// upstream and the upstreams being closed (ClientUpstreams). close() closes every handle; when
+// the last close callback has run, WorkerContext::finished() hands the connection back for
+// deletion. No callback outlives it: the DNS lookup is a cancel-on-destroy handle, and streams
+// and timer report their closing before it is handed back.
 
 #include <cstdint>
 #include <memory>
@@ -153,9 +153,7 @@ class ClientConnection final : private io::TcpStream::Handler,
   void sendClient(std::string_view bytes) override { transport_.send(bytes); }
   void sendClientFinal(std::string_view bytes) override { transport_.sendFinal(bytes); }
   bool clientBackedUp() const override { return transport_.stream().backedUp(); }
-  bool closesAfterExchange() const override {
-    return after_exchange_ != AfterExchange::ReadNext;
-  }
+  bool closesAfterExchange() const override { return after_exchange_ != AfterExchange::ReadNext; }
   void closeAfterExchange() override;
   void onHeadBegun() override;
   void onConnectHead(const http::RequestHead& head) override;
@@ -222,9 +220,9 @@ class ClientConnection final : private io::TcpStream::Handler,
   ConnectionState state_ = ConnectionState::ReadingProxyHead;
   AfterExchange after_exchange_ = AfterExchange::ReadNext;
   OpenCount opened_as_;
-  bool audited_ = false;                   // a record was written for this connection
-  bool stream_closed_ = false;             // the client stream's close callback ran
-  bool timer_closed_ = false;              // the timer's close callback ran
+  bool audited_ = false;        // a record was written for this connection
+  bool stream_closed_ = false;  // the client stream's close callback ran
+  bool timer_closed_ = false;   // the timer's close callback ran
 
   ClientTransport transport_;
   ConnectionTimer timer_;

@@ -26,8 +26,7 @@ enum class ConnectionState : std::uint8_t {
 inline constexpr TransitionTable kConnectionMachine{
     "connection",
     std::to_array<std::string_view>({"Sniffing", "ReadingProxyHead", "ReadingClientHello",
-                                     "TlsHandshake", "Serving", "Lingering", "Closing",
-                                     "Closed"}),
+                                     "TlsHandshake", "Serving", "Lingering", "Closing", "Closed"}),
     std::to_array<Transition<ConnectionState>>({
         {ConnectionState::Sniffing, ConnectionState::ReadingClientHello,
          "a TLS handshake record (0x16): H is the SNI"},

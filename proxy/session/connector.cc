@@ -34,8 +34,8 @@ bool Connector::transition(ConnectorState next) {
 }
 
 UpstreamKey Connector::key() const {
-  return UpstreamKey{host_.runtime().id, host_.generation().upstream_trust_id, name_,
-                     target_.port, target_.tls};
+  return UpstreamKey{host_.runtime().id, host_.generation().upstream_trust_id, name_, target_.port,
+                     target_.tls};
 }
 
 void Connector::start(const Target& target) {
@@ -76,13 +76,12 @@ void Connector::start(const Target& target) {
   }
   transition(ConnectorState::Resolving);
   phase_started_ns_ = uv_hrtime();
-  auto resolution =
-      host_.context().resolver->resolve(name_, [this](dns::LookupResult result) {
-        Cork cork(host_);
-        lookup_.reset();
-        countLookup(result, false);
-        onResolved(std::move(result));
-      });
+  auto resolution = host_.context().resolver->resolve(name_, [this](dns::LookupResult result) {
+    Cork cork(host_);
+    lookup_.reset();
+    countLookup(result, false);
+    onResolved(std::move(result));
+  });
   if (auto* now = std::get_if<dns::LookupResult>(&resolution)) {
     countLookup(*now, true);
     onResolved(std::move(*now));
@@ -198,9 +197,9 @@ void Connector::onResolved(dns::LookupResult result) {
   }
   if (!result) {
     transition(ConnectorState::Failed);
-    client_.onUpstreamRefused(policy::Reason::DnsFailed,
-                              "could not resolve " + name_ + " (" +
-                                  std::string(dns::toString(result.error())) + ")");
+    client_.onUpstreamRefused(
+        policy::Reason::DnsFailed,
+        "could not resolve " + name_ + " (" + std::string(dns::toString(result.error())) + ")");
     return;
   }
   answer_ = std::move(result).value();
@@ -218,10 +217,10 @@ void Connector::onResolved(dns::LookupResult result) {
       host_.sandboxView().sandbox->original_dst == policy::OriginalDst::RequireMatch) {
     if (!originalDestinationMatches()) {
       transition(ConnectorState::Failed);
-      client_.onUpstreamRefused(
-          policy::Reason::DnsMismatch,
-          "the sandbox dialled " + (orig_dst ? orig_dst->ip.toString() : std::string("?")) +
-              ", which is not an address of " + name_);
+      client_.onUpstreamRefused(policy::Reason::DnsMismatch,
+                                "the sandbox dialled " +
+                                    (orig_dst ? orig_dst->ip.toString() : std::string("?")) +
+                                    ", which is not an address of " + name_);
       return;
     }
     if (takeReused()) {
@@ -247,8 +246,8 @@ void Connector::connectNext() {
     return;
   }
   policy::Endpoint to{usable_[next_address_++], target_.port};
-  dialled_ = std::make_unique<UpstreamConnection>(host_.context().loop,
-                                                  static_cast<io::TcpStream::Handler*>(this), key());
+  dialled_ = std::make_unique<UpstreamConnection>(
+      host_.context().loop, static_cast<io::TcpStream::Handler*>(this), key());
   dialled_->address = to;
   dialled_->sandbox_idle = host_.runtime().idle_upstreams;
   if (state_ != ConnectorState::Connecting) {
@@ -278,8 +277,7 @@ void Connector::onConnected(io::TcpStream& stream, int status) {
   if (!dialled_ || &stream != &dialled_->stream || state_ != ConnectorState::Connecting) {
     return;
   }
-  host_.context().state->metrics.upstream_connect.observe((uv_hrtime() - phase_started_ns_) /
-                                                          1000);
+  host_.context().state->metrics.upstream_connect.observe((uv_hrtime() - phase_started_ns_) / 1000);
   if (status != 0) {
     SPDLOG_DEBUG("[C{}] connect {}: {}", host_.facts().id, dialled_->address.toString(),
                  uv_strerror(status));
@@ -331,8 +329,7 @@ void Connector::handshake() {
          failure.detail);
     return;
   }
-  ready(std::move(dialled_),
-        target_.fresh ? UpstreamOrigin::Redialled : UpstreamOrigin::Dialled);
+  ready(std::move(dialled_), target_.fresh ? UpstreamOrigin::Redialled : UpstreamOrigin::Dialled);
 }
 
 void Connector::ready(std::unique_ptr<UpstreamConnection> connection, UpstreamOrigin origin) {

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <string>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,8 +45,7 @@ class ConnectorClient {
   virtual void onConnectedTo(const policy::Endpoint& address) = 0;
   // A connection for this request, checked under `rule` (the one whose `inject` applies).
   virtual void onUpstreamReady(std::unique_ptr<UpstreamConnection> connection,
-                               UpstreamOrigin origin,
-                               std::optional<const policy::Rule*> rule) = 0;
+                               UpstreamOrigin origin, std::optional<const policy::Rule*> rule) = 0;
   // Refused before any dial: no answer (dns_failed), the addresses (decide()'s `decision`),
   // or an address the sandbox did not dial (dns_mismatch).
   virtual void onUpstreamRefused(const policy::Decision& decision) = 0;

@@ -142,8 +142,8 @@ void Exchange::decide() {
   record_.host.assign(d.host.text());
   record_.rule = d.rule != nullptr ? d.rule->name : std::string();
   if (!record_.host.empty()) {
-    record_.url = (record_.scheme == policy::Scheme::Https ? "https://" : "http://") +
-                  d.host.authorityText();
+    record_.url =
+        (record_.scheme == policy::Scheme::Https ? "https://" : "http://") + d.host.authorityText();
     if (record_.port != defaultPort(record_.scheme)) {
       record_.url += ':' + std::to_string(record_.port);
     }

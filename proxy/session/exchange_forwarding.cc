@@ -61,8 +61,8 @@ void Exchange::onUpstreamReady(std::unique_ptr<UpstreamConnection> connection,
 }
 
 void Exchange::onUpstreamRefused(const policy::Decision& decision) {
-  deny(decision.reason, explainDenial(decision.reason, sandbox().name, record_.host,
-                                      record_.method, record_.origin_target));
+  deny(decision.reason, explainDenial(decision.reason, sandbox().name, record_.host, record_.method,
+                                      record_.origin_target));
 }
 
 void Exchange::onUpstreamRefused(policy::Reason reason, std::string_view detail) {
@@ -218,8 +218,7 @@ void Exchange::finish() {
     return;
   }
   writeRecord(record_.verdict, record_.outcomeReason(), record_.status);
-  const bool reusable =
-      h1_.attached() && h1_.responseKeepsAlive() && after_ == UpstreamAfter::Keep;
+  const bool reusable = h1_.attached() && h1_.responseKeepsAlive() && after_ == UpstreamAfter::Keep;
   h1_.release(reusable, after_ == UpstreamAfter::Keep);
   if (host_.closing()) {
     return;  // (writing what was corked for the upstream failed)

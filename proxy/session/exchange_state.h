@@ -34,9 +34,9 @@ enum class ExchangeState : std::uint8_t {
 inline constexpr TransitionTable kExchangeMachine{
     "exchange",
     std::to_array<std::string_view>({"Idle", "Deciding", "HoldingBody", "AwaitingUpstream",
-                                     "SendingRequest", "AwaitingResponse",
-                                     "RespondingWhileSending", "Responding", "FinishingRequest",
-                                     "Complete", "Denied", "Failed"}),
+                                     "SendingRequest", "AwaitingResponse", "RespondingWhileSending",
+                                     "Responding", "FinishingRequest", "Complete", "Denied",
+                                     "Failed"}),
     std::to_array<Transition<ExchangeState>>({
         {ExchangeState::Idle, ExchangeState::Deciding,
          "a request head, a CONNECT, a ClientHello, a refusal to record"},
@@ -98,8 +98,8 @@ inline constexpr TransitionTable kExchangeMachine{
 
 // The exchange is between its head and its record.
 constexpr bool inFlight(ExchangeState s) {
-  return s != ExchangeState::Idle && s != ExchangeState::Complete &&
-         s != ExchangeState::Denied && s != ExchangeState::Failed;
+  return s != ExchangeState::Idle && s != ExchangeState::Complete && s != ExchangeState::Denied &&
+         s != ExchangeState::Failed;
 }
 // Its request head went upstream and the response is not over: the upstream is being read.
 constexpr bool forwarding(ExchangeState s) {

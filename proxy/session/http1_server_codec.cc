@@ -184,8 +184,7 @@ void Http1ServerCodec::sendResponseHead(const http::ResponseHead& head, SecretMa
   sendHead(scratch_, bodiless, mask);
 }
 
-void Http1ServerCodec::sendHead(std::string_view head, bool completes_response,
-                                SecretMask& mask) {
+void Http1ServerCodec::sendHead(std::string_view head, bool completes_response, SecretMask& mask) {
   std::string_view bytes = head;
   if (mask.active()) {
     // The head is a text of its own: masked whole, then the mask starts over for the body.

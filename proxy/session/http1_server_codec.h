@@ -99,7 +99,7 @@ class Http1ServerCodec final : public Downstream, private http::RequestBodySink 
   CodecHost& host_;
   Exchange& exchange_;
   http::RequestParser parser_;
-  std::string plain_;   // client plaintext not yet parsed (a paused parser)
+  std::string plain_;  // client plaintext not yet parsed (a paused parser)
   std::size_t offset_ = 0;
   bool message_end_pending_ = false;  // after a head: its end may come without more bytes
   http::ResponseFraming to_client_ = http::ResponseFraming::None;

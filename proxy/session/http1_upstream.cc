@@ -201,8 +201,7 @@ void Http1Upstream::onRead(io::TcpStream& stream, std::span<const char> data) {
         onEof(connection_->stream);  // close_notify ends an until-close body like a FIN
         return;
       }
-      events_.onUpstreamFailed(policy::Reason::UpstreamConnect,
-                               connection_->tls->failure().detail);
+      events_.onUpstreamFailed(policy::Reason::UpstreamConnect, connection_->tls->failure().detail);
       return;
     }
   }

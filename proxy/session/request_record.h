@@ -42,7 +42,7 @@ struct RequestRecord {
   std::uint16_t port = 0;
   policy::Scheme scheme = policy::Scheme::Https;
   std::string method;
-  std::string origin_target;  // forwarded target, origin form
+  std::string origin_target;               // forwarded target, origin form
   std::optional<std::string> host_header;  // as received
   std::string url;
   policy::Verdict verdict = policy::Verdict::Deny;

@@ -29,8 +29,7 @@ std::optional<TargetRefusal> targetOf(const ConnectionFacts& connection,
       // itself.
       record.scheme = policy::Scheme::Http;
       record.port = connection.orig_dst ? connection.orig_dst->port : 80;
-      record.url =
-          "http://" + std::string(head.host) + std::string(urlPath(record.origin_target));
+      record.url = "http://" + std::string(head.host) + std::string(urlPath(record.origin_target));
       if (head.host_count == 0) {
         return TargetRefusal{policy::Reason::HostMissing, "the request has no Host header"};
       }
@@ -90,8 +89,7 @@ void recordRefusedHead(const http::RequestParser::PartialHead& seen,
       record.url.assign(seen.target);
     }
   } else if (connection.mode == audit::Mode::Transparent) {
-    record.url =
-        "http://" + std::string(seen.host) + (origin_form ? std::string(seen.target) : "");
+    record.url = "http://" + std::string(seen.host) + (origin_form ? std::string(seen.target) : "");
   }
 }
 

@@ -9,8 +9,8 @@ namespace sluice::proxy::session {
 void reportStateChange(WorkerContext& ctx, std::uint64_t connection, std::string_view machine,
                        std::string_view from, std::string_view to, bool allowed) {
   if (!allowed) {
-    spdlog::error("[C{}] {}: refused a move the state table does not list: {} -> {}",
-                  connection, machine, from, to);
+    spdlog::error("[C{}] {}: refused a move the state table does not list: {} -> {}", connection,
+                  machine, from, to);
     assert(allowed && "a move the state table does not list");
     return;
   }

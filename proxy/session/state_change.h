@@ -19,8 +19,7 @@ void reportStateChange(WorkerContext& ctx, std::uint64_t connection, std::string
 
 template <typename State, std::size_t kStates, std::size_t kEdges>
 bool changeState(WorkerContext& ctx, std::uint64_t connection,
-                 const TransitionTable<State, kStates, kEdges>& table, State& current,
-                 State next) {
+                 const TransitionTable<State, kStates, kEdges>& table, State& current, State next) {
   const bool allowed = table.allows(current, next);
   if (!allowed || ctx.debug_log || ctx.on_transition) {
     reportStateChange(ctx, connection, table.machine(), table.name(current), table.name(next),

@@ -117,8 +117,7 @@ void TunnelOpening::processClientHello() {
       refuse(policy::Reason::NotTls, kAlertDecodeError, "malformed ClientHello");
       return;
     case tls::HelloStatus::TooLarge:
-      refuse(policy::Reason::HeaderTooLarge, kAlertHandshakeFailure,
-                   "ClientHello over 64 KiB");
+      refuse(policy::Reason::HeaderTooLarge, kAlertHandshakeFailure, "ClientHello over 64 KiB");
       return;
     case tls::HelloStatus::Done:
       break;
@@ -134,7 +133,7 @@ void TunnelOpening::processClientHello() {
     // Transparent TLS: H is the SNI, the port is the one the sandbox dialled.
     facts_.port = facts_.orig_dst ? facts_.orig_dst->port : 443;
     facts_.host.assign(hello.info.sni_state == tls::SniState::Present ? hello.info.sni()
-                                                                     : std::string_view{});
+                                                                      : std::string_view{});
     facts_.authority = facts_.host + ":" + std::to_string(facts_.port);
     // A record is written only if the connection is refused here: the tunnel is no request.
     exchange_.beginRecord(false);
@@ -190,8 +189,9 @@ void TunnelOpening::processClientHello() {
     refuse(policy::Reason::None, kAlertInternalError, "");
     return;
   }
-  auto session = tls::TlsSession::server(ctx_.state->sandbox_tls.get(),
-                                         leaf.value()->certificate.get(), host_.runtime().leaves->key());
+  auto session =
+      tls::TlsSession::server(ctx_.state->sandbox_tls.get(), leaf.value()->certificate.get(),
+                              host_.runtime().leaves->key());
   if (!session) {
     spdlog::error("[C{}] TLS setup failed: {}", facts_.id, session.error());
     refuse(policy::Reason::None, kAlertInternalError, "");
@@ -240,7 +240,7 @@ void TunnelOpening::refuse(policy::Reason reason, std::uint8_t alert, std::strin
         std::string_view(reinterpret_cast<const char*>(record.data()), record.size()));
   }
   exchange_.refuseWithoutAnswer(reason);  // on record like a refused request (None: sluice's)
-  transport_.dropTls();  // nothing polite to say over a TLS session that never was
+  transport_.dropTls();                   // nothing polite to say over a TLS session that never was
   host_.finishConnection();
 }
 

@@ -145,25 +145,25 @@ TEST(StateDiagram, EveryStateIsReachedAndLeft) {
                   {ConnectionState::Closed});
   expectConnected(kExchangeMachine, {ExchangeState::Idle},
                   {ExchangeState::Denied, ExchangeState::Failed});
-  expectConnected(kConnectorMachine, {ConnectorState::Idle}, std::initializer_list<ConnectorState>{});
+  expectConnected(kConnectorMachine, {ConnectorState::Idle},
+                  std::initializer_list<ConnectorState>{});
 }
 
 TEST(StateTable, AllowsExactlyTheListedMoves) {
   EXPECT_TRUE(kConnectionMachine.allows(ConnectionState::Serving, ConnectionState::Lingering));
   EXPECT_FALSE(kConnectionMachine.allows(ConnectionState::Lingering, ConnectionState::Serving));
   EXPECT_FALSE(kConnectionMachine.allows(ConnectionState::Closed, ConnectionState::Closing));
-  EXPECT_TRUE(kExchangeMachine.allows(ExchangeState::AwaitingResponse,
-                                      ExchangeState::AwaitingUpstream));
-  EXPECT_FALSE(kExchangeMachine.allows(ExchangeState::Responding,
-                                       ExchangeState::AwaitingUpstream));
+  EXPECT_TRUE(
+      kExchangeMachine.allows(ExchangeState::AwaitingResponse, ExchangeState::AwaitingUpstream));
+  EXPECT_FALSE(kExchangeMachine.allows(ExchangeState::Responding, ExchangeState::AwaitingUpstream));
   EXPECT_EQ(kExchangeMachine.name(ExchangeState::FinishingRequest), "FinishingRequest");
   std::size_t allowed = 0;
   for (std::size_t from = 0; from < kExchangeMachine.names().size(); ++from) {
     for (std::size_t to = 0; to < kExchangeMachine.names().size(); ++to) {
-      allowed += kExchangeMachine.allows(static_cast<ExchangeState>(from),
-                                         static_cast<ExchangeState>(to))
-                     ? 1
-                     : 0;
+      allowed +=
+          kExchangeMachine.allows(static_cast<ExchangeState>(from), static_cast<ExchangeState>(to))
+              ? 1
+              : 0;
     }
   }
   EXPECT_EQ(allowed, kExchangeMachine.edges().size());

@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "policy/config_loader.h"
-#include "proxy/session/session.h"
+#include "proxy/session/client_connection.h"
 #include "proxy/tls/tls_context.h"
 #include "tests/support/loop_driver.h"
 #include "tests/support/transition_log.h"
@@ -36,7 +36,13 @@ SessionBed::SessionBed() {
   // The sessions' transitions are counted (and with SLUICE_TEST_LOG=debug, their [C42] lines
   // printed).
   installTransitionLog();
+  context_.on_transition = [](const proxy::session::StateChange& change) {
+    noteTransition(change.machine, change.from, change.to);
+  };
   EXPECT_EQ(uv_loop_init(&loop_), 0);
+  // As the worker does: a finished session is freed on the loop's next turn, never inside the
+  // close callback that handed it back.
+  free_finished_.emplace(&loop_, [this] { finished_owners_.clear(); });
   // As the worker does: what the callbacks of one round wrote to the audit file goes out after
   // it (sessions also flush their own records before their answers).
   uv_check_init(&loop_, &flush_audit_);
@@ -198,16 +204,17 @@ void SessionBed::keep(const void* key, std::shared_ptr<void> owner, std::functio
 void SessionBed::finished(const void* key) {
   auto it = sessions_.find(key);
   ASSERT_NE(it, sessions_.end()) << "a session finished twice, or one the bed never kept";
-  Live ending = std::move(it->second);
+  finished_owners_.push_back(std::move(it->second.owner));
   sessions_.erase(it);
   ++finished_;
-  // `ending` goes here, deleting the session inside its last close callback, as the worker's
-  // sessionFinished() does.
+  free_finished_->schedule();  // as the worker's sessionFinished(): freed on the next turn
 }
 
 SessionBed::~SessionBed() {
   abortSessions();
   EXPECT_TRUE(allSessionsFinished()) << sessions_.size() << " session(s) never finished";
+  free_finished_->close(nullptr);
+  finished_owners_.clear();
   for (auto& client : clients_) {
     client->close();
   }
@@ -252,7 +259,7 @@ SessionBed::~SessionBed() {
 
 // The one function that names the session's classes (see the header).
 void startSession(SessionBed& bed, int fd, std::string_view sandbox_name) {
-  using proxy::session::Session;
+  using Session = proxy::session::ClientConnection;
   proxy::session::WorkerContext& context = bed.context();
   context.finished = [&bed](Session* finished) { bed.finished(finished); };
   // A copy: what the session is made with must not change under it (Worker::serve).

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -34,6 +35,7 @@
 #include "proxy/dns/resolver.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
+#include "proxy/io/loop_handles.h"
 #include "proxy/session/upstream_pool.h"
 #include "proxy/session/worker_context.h"
 #include "tests/support/audit_lines.h"
@@ -113,8 +115,8 @@ class SessionBed {
   proxy::session::WorkerContext& context() { return context_; }
   // Keeps a started session until finished(key) (`abort` ends it early: abortSessions()).
   void keep(const void* key, std::shared_ptr<void> owner, std::function<void()> abort);
-  // Called by the session's WorkerContext::finished; the session is deleted here, as the
-  // worker deletes it.
+  // Called by the session's WorkerContext::finished; the session is deleted on the loop's next
+  // turn, as the worker deletes it.
   void finished(const void* key);
 
  private:
@@ -143,6 +145,9 @@ class SessionBed {
   std::vector<std::unique_ptr<LoopPeer>> clients_;
   std::unordered_map<const void*, Live> sessions_;
   std::size_t finished_ = 0;
+  // Sessions that finished this turn, freed on the next (free_finished_).
+  std::vector<std::shared_ptr<void>> finished_owners_;
+  std::optional<proxy::io::NextTurn> free_finished_;
 };
 
 // Makes the session for the accepted connection `fd` on the explicit-proxy listener of sandbox

@@ -147,8 +147,7 @@ void ClientConnection::onClientBytes(std::span<const char> data) {
       opening_.onFirstBytes(data);
       return;
     case ConnectionState::ReadingProxyHead:
-    case ConnectionState::Serving:
-    {
+    case ConnectionState::Serving: {
       // Reading is stopped while a head waits for DNS or a connection, but one read may
       // already have been under way: its bytes are kept for the parser, not parsed yet.
       const bool held = exchange_.state() == ExchangeState::AwaitingUpstream;

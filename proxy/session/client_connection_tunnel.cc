@@ -6,14 +6,6 @@
 
 namespace sluice::proxy::session {
 
-namespace {
-
-// Plaintext decrypted from the client, per thread; consumed (or copied) before returning.
-constexpr std::size_t kPlainChunk = 16 * 1024;
-thread_local char t_plain[kPlainChunk];
-
-}  // namespace
-
 void ClientConnection::onHandshakeBytes() { pumpClientTls(); }
 
 void ClientConnection::onTunnelOpen() {
@@ -28,37 +20,31 @@ void ClientConnection::pumpClientTls() {
   if (state_ == ConnectionState::TlsHandshake && !opening_.handshake()) {
     return;
   }
-  for (;;) {
-    std::size_t n = 0;
-    tls::ReadStatus status = transport_.tls().read(std::span<char>(t_plain, kPlainChunk), &n);
-    if (status == tls::ReadStatus::Data) {
-      codec_.feed(std::span<const char>(t_plain, n));
-      continue;
-    }
-    sendClient({});  // TLS 1.3 may answer records (key updates) even on read
-    if (closing()) {
-      return;
-    }
-    if (status == tls::ReadStatus::WantIo) {
-      break;
-    }
-    // close_notify or a fatal error: parse what arrived, then end the connection. After
-    // close_notify the answer to a request in flight can still be sent; after a failure
-    // (garbage, too many KeyUpdates) nothing can, so it ends now.
-    if (status == tls::ReadStatus::Failed) {
-      SPDLOG_DEBUG("[C{}] sandbox TLS failed: {}", facts_.id, transport_.tls().failure().detail);
-    }
-    codec_.process();
-    if (!closing() && state_ != ConnectionState::Lingering) {
-      if (exchange_.inFlight() && status == tls::ReadStatus::Closed) {
-        closeAfterExchange();
-      } else {
-        finishConnection();
-      }
-    }
+  const tls::ReadStatus status = transport_.tls().readEach([this](std::span<const char> plain) {
+    codec_.feed(plain);  // copied: the codec keeps what it has not parsed yet
+    return true;
+  });
+  sendClient({});  // TLS 1.3 may answer records (key updates) even on read
+  if (closing()) {
     return;
   }
   codec_.process();
+  if (status == tls::ReadStatus::WantIo) {
+    return;
+  }
+  // close_notify or a fatal error: what arrived before it is parsed (above), then the connection
+  // ends. After close_notify the answer to a request in flight can still be sent; after a failure
+  // (garbage, too many KeyUpdates) nothing can, so it ends now.
+  if (status == tls::ReadStatus::Failed) {
+    SPDLOG_DEBUG("[C{}] sandbox TLS failed: {}", facts_.id, transport_.tls().failure().detail);
+  }
+  if (!closing() && state_ != ConnectionState::Lingering) {
+    if (exchange_.inFlight() && status == tls::ReadStatus::Closed) {
+      closeAfterExchange();
+    } else {
+      finishConnection();
+    }
+  }
 }
 
 }  // namespace sluice::proxy::session

@@ -10,10 +10,6 @@ namespace sluice::proxy::session {
 
 namespace {
 
-// Plaintext decrypted from upstreams, per thread; consumed before returning.
-constexpr std::size_t kPlainChunk = 16 * 1024;
-thread_local char t_upstream_plain[kPlainChunk];
-
 // Room for a typical request head in a fresh scratch buffer.
 constexpr std::size_t kHeadReserve = 512;
 
@@ -182,25 +178,23 @@ void Http1Upstream::onRead(io::TcpStream& stream, std::span<const char> data) {
     processPlaintext(data);
   } else {
     connection_->tls->feed(data);
-    for (;;) {
-      std::size_t n = 0;
-      tls::ReadStatus status =
-          connection_->tls->read(std::span<char>(t_upstream_plain, kPlainChunk), &n);
-      if (status == tls::ReadStatus::Data) {
-        processPlaintext(std::span<const char>(t_upstream_plain, n));
-        if (!connection_) {
-          return;
-        }
-        continue;
-      }
-      flushTls();
-      if (status == tls::ReadStatus::WantIo) {
-        break;
-      }
-      if (status == tls::ReadStatus::Closed) {
-        onEof(connection_->stream);  // close_notify ends an until-close body like a FIN
-        return;
-      }
+    // Read on only while this connection is still the one in use: an exchange that ended with
+    // this plaintext may have let it go (parked, pooled, closed) and taken another.
+    UpstreamConnection* reading = connection_.get();
+    const tls::ReadStatus status =
+        reading->tls->readEach([this, reading](std::span<const char> plain) {
+          processPlaintext(plain);
+          return connection_.get() == reading;
+        });
+    if (status == tls::ReadStatus::Data) {
+      return;
+    }
+    flushTls();
+    if (status == tls::ReadStatus::Closed) {
+      onEof(connection_->stream);  // close_notify ends an until-close body like a FIN
+      return;
+    }
+    if (status == tls::ReadStatus::Failed) {
       events_.onUpstreamFailed(policy::Reason::UpstreamConnect, connection_->tls->failure().detail);
       return;
     }

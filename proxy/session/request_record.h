@@ -14,16 +14,12 @@
 #include <string>
 #include <string_view>
 
+#include "certs/openssl_ptr.h"
 #include "policy/decision.h"
 #include "proxy/dns/answer.h"
 #include "proxy/session/exchange_host.h"
 
 namespace sluice::proxy::session {
-
-struct EvpMdCtxFree {
-  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
-};
-using EvpMdCtxPtr = std::unique_ptr<EVP_MD_CTX, EvpMdCtxFree>;
 
 // The path part of the url in an audit record: the origin-form target, or nothing for
 // "OPTIONS *", whose target URI is the authority alone (RFC 9110 section 7.1).
@@ -58,8 +54,8 @@ struct RequestRecord {
   std::uint64_t req_bytes = 0;
   std::uint64_t resp_bytes = 0;
   bool hashing = false;  // audit.hash_bodies
-  EvpMdCtxPtr req_hash;
-  EvpMdCtxPtr resp_hash;
+  certs::EvpMdCtxPtr req_hash;
+  certs::EvpMdCtxPtr resp_hash;
 
   // Clears everything for a new request; digests restart when `hash` is set.
   void reset(std::uint64_t now_ms, std::uint64_t now_ns, bool hash);

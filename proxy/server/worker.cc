@@ -454,7 +454,9 @@ void Worker::serve(const ListenSocket& socket, int fd) {
   // A copy: what the session is made with must not change under it.
   const std::shared_ptr<const Generation> generation = context_->currentGeneration();
   const SandboxView* view = generation->find(socket.sandbox);
-  if (draining_ || view == nullptr) {
+  // stop_accepting_ as well as draining_: between the main thread's stopAccepting() and this
+  // loop's turn that reads it, a connection accepted (or handed over) is new all the same.
+  if (draining_ || stop_accepting_.load() || view == nullptr) {
     ::close(fd);  // the kernel resets it; a draining gateway takes nothing new
     busy_.fetch_sub(1);
     return;

@@ -110,6 +110,7 @@ std::string SessionBed::yaml(const BedConfig& config) const {
   if (!config.sandbox_limits.empty()) {
     text += "    limits: " + config.sandbox_limits + "\n";
   }
+  text += config.sandbox_fields;
   text += "policies:\n"
           "  p:\n"
           "    rules:\n"
@@ -123,6 +124,7 @@ std::string SessionBed::yaml(const BedConfig& config) const {
           "], ips: [127.0.0.1/32]}\n"
           "      - {name: blackhole, hosts: [blackhole.test], schemes: [http], ports: [" +
           blackhole + "], ips: [127.0.0.1/32]}\n";
+  text += config.extra_rules;
   if (config.with_secret) {
     text += "secrets:\n"
             "  token:\n"
@@ -152,7 +154,7 @@ void SessionBed::configure(const BedConfig& config) {
   context_.pool = pool_.get();
 }
 
-LoopPeer& SessionBed::connectClient() {
+LoopPeer& SessionBed::connectClient(Entry entry) {
   EXPECT_NE(pool_, nullptr) << "configure() the bed first";
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in to{};
@@ -168,7 +170,7 @@ LoopPeer& SessionBed::connectClient() {
   // The loop's clock, as a worker's is when its accept callback runs: the session's deadlines
   // count from it.
   uv_update_time(&loop_);
-  startSession(*this, accepted);
+  startSession(*this, accepted, kSandbox, entry);
   return *clients_.back();
 }
 
@@ -258,7 +260,7 @@ SessionBed::~SessionBed() {
 }
 
 // The one function that names the session's classes (see the header).
-void startSession(SessionBed& bed, int fd, std::string_view sandbox_name) {
+void startSession(SessionBed& bed, int fd, std::string_view sandbox_name, Entry entry) {
   using Session = proxy::session::ClientConnection;
   proxy::session::WorkerContext& context = bed.context();
   context.finished = [&bed](Session* finished) { bed.finished(finished); };
@@ -271,8 +273,9 @@ void startSession(SessionBed& bed, int fd, std::string_view sandbox_name) {
     return;
   }
   const std::uint64_t id = bed.state().next_connection_id.fetch_add(1);
-  auto owned = std::make_shared<Session>(context, generation, *view, id,
-                                         Session::Listener::Explicit);
+  auto owned = std::make_shared<Session>(
+      context, generation, *view, id,
+      entry == Entry::Transparent ? Session::Listener::Transparent : Session::Listener::Explicit);
   Session* session = owned.get();
   bed.keep(session, std::move(owned), [session] { session->abort(); });
   const auto& sandbox_max = view->sandbox->limits.max_connections;

@@ -58,7 +58,19 @@ struct BedConfig {
   // rule injects: a request carrying the placeholder is secret_misuse, and a request body is
   // held and scanned before anything is resolved.
   bool with_secret = false;
+  // More rules for the policy, each a YAML line "      - {name: ..., ...}\n".
+  std::string extra_rules;
+  // More fields of the sandbox, each a YAML line "    field: value\n" (e.g. `transparent`).
+  std::string sandbox_fields;
 };
+
+// Which of the sandbox's listeners a client's connection came in on.
+//   Explicit     the proxy port: CONNECT, or an absolute-form request
+//   Transparent  a redirected connection: the first byte tells TLS from HTTP. The bed's
+//                sockets are plain loopback ones, which nftables never redirected: the
+//                original destination (SO_ORIGINAL_DST) is unknown, as for any connection the
+//                kernel cannot say it redirected, and the session handles it as it would there.
+enum class Entry : std::uint8_t { Explicit, Transparent };
 
 inline constexpr std::string_view kSecretPlaceholder = "sk-sluice-token";
 
@@ -82,7 +94,7 @@ class SessionBed {
 
   // A client connected to the gateway's listening socket; the accepted end is handed to
   // startSession(). The client is the bed's (it lives until the bed ends).
-  LoopPeer& connectClient();
+  LoopPeer& connectClient(Entry entry = Entry::Explicit);
 
   // Runs the loop until `done` holds; false if `limit` passed first (a safety net: tests wait
   // for events).
@@ -150,10 +162,11 @@ class SessionBed {
   std::optional<proxy::io::NextTurn> free_finished_;
 };
 
-// Makes the session for the accepted connection `fd` on the explicit-proxy listener of sandbox
+// Makes the session for the accepted connection `fd` on the `entry` listener of sandbox
 // `sandbox`, starts it, and gives it to `bed` to keep: what Worker::serve does for a connection
 // it takes, limits.max_connections included (over a sandbox's limit the session refuses the
 // connection with its 503; over the process-wide one it closes it). Ownership of `fd` passes.
-void startSession(SessionBed& bed, int fd, std::string_view sandbox = kSandbox);
+void startSession(SessionBed& bed, int fd, std::string_view sandbox = kSandbox,
+                  Entry entry = Entry::Explicit);
 
 }  // namespace sluice::test_support

@@ -67,4 +67,15 @@ std::map<std::pair<std::string, std::string>, std::size_t> transitionsSeen() {
   return g_seen == nullptr ? Seen{} : *g_seen;
 }
 
+std::size_t timesSeen(std::string_view machine, std::string_view from, std::string_view to) {
+  std::string key(machine);
+  key.append(" ").append(from);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_seen == nullptr) {
+    return 0;
+  }
+  auto it = g_seen->find({key, std::string(to)});
+  return it == g_seen->end() ? 0 : it->second;
+}
+
 }  // namespace sluice::test_support

@@ -23,4 +23,25 @@ void noteTransition(std::string_view machine, std::string_view from, std::string
 // The transitions seen so far, (from, to) -> how many times.
 std::map<std::pair<std::string, std::string>, std::size_t> transitionsSeen();
 
+// How many times `machine` moved from `from` to `to` so far: a test takes it before and after
+// what should make the move.
+std::size_t timesSeen(std::string_view machine, std::string_view from, std::string_view to);
+
+// One edge of a session state machine ("exchange", "SendingRequest", "Failed"), counted from
+// when the watch was made: seen() once a session took it since.
+class EdgeWatch {
+ public:
+  EdgeWatch(std::string machine, std::string from, std::string to)
+      : machine_(std::move(machine)), from_(std::move(from)), to_(std::move(to)),
+        before_(timesSeen(machine_, from_, to_)) {}
+  bool seen() const { return timesSeen(machine_, from_, to_) > before_; }
+  std::string name() const { return machine_ + " " + from_ + " -> " + to_; }
+
+ private:
+  std::string machine_;
+  std::string from_;
+  std::string to_;
+  std::size_t before_;
+};
+
 }  // namespace sluice::test_support

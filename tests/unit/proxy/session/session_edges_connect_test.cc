@@ -18,11 +18,15 @@ constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection established\r
 
 class SessionConnectEdgesTest : public ::testing::Test {
  protected:
-  // An extra rule: the IP literal 127.0.0.1 on the plain origin's port.
+  // Extra rules: the IP literal 127.0.0.1 on the plain origin's port, and paths.test (a name
+  // no test resolves) on the TLS origin's port for the paths under /only/.
   void configure() {
     BedConfig config;
     config.extra_rules = "      - {name: literal, hosts: [127.0.0.1], schemes: [http], ports: [" +
-                         std::to_string(bed_.origin().port()) + "], ips: [127.0.0.1/32]}\n";
+                         std::to_string(bed_.origin().port()) + "], ips: [127.0.0.1/32]}\n" +
+                         "      - {name: pathed, hosts: [paths.test], ports: [" +
+                         std::to_string(bed_.tlsOrigin().port()) +
+                         "], paths: [/only/], ips: [127.0.0.1/32]}\n";
     bed_.configure(config);
   }
 
@@ -150,6 +154,39 @@ TEST_F(SessionConnectEdgesTest, ClientThatRejectsSluicesLeafEndsTheTunnel) {
   EXPECT_TRUE(edge.seen()) << edge.name();
   EXPECT_EQ(bed_.tlsOrigin().accepted(), 0u);
   EXPECT_TRUE(bed_.auditLines().empty());
+}
+
+// exchange Deciding -> Failed: inside a tunnel, a request to a refused path arrives in the same
+// read as a TLS record that fails to decrypt (a bad MAC). Its head is parsed before the failure
+// ends the connection; its 403 names the target, so one over 4 KiB is written at once, over a
+// TLS session that has failed: the write fails, and the connection closes while sluice was
+// answering. The client gets no answer.
+TEST_F(SessionConnectEdgesTest, ConnectionClosesWhileSluiceAnswersARefusedRequest) {
+  configure();
+  EdgeWatch edge("exchange", "Deciding", "Failed");
+  LoopPeer& client = bed_.connectClient();
+  const std::string authority = "paths.test:" + std::to_string(bed_.tlsOrigin().port());
+  ASSERT_TRUE(connect(client, authority));
+  client.startTlsClient(bed_.sandboxCaFile(), "paths.test");
+  awaitHandshake(client);
+  ASSERT_TRUE(client.tls()->handshakeDone()) << client.tls()->error();
+  const std::string target = "/elsewhere/" + std::string(5000, 'x');
+  client.write("GET " + target + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n");
+  // An application-data record of 16 bytes that no key made.
+  client.writeRaw(std::string("\x17\x03\x03\x00\x10", 5) + std::string(16, '\x5a'));
+  ASSERT_TRUE(awaitEnd(bed_, client));
+  ASSERT_TRUE(bed_.allSessionsFinished());
+  EXPECT_TRUE(edge.seen()) << edge.name();
+  EXPECT_EQ(client.received(), "") << "an answer over a failed TLS session";
+  std::vector<AuditLine> lines = bed_.auditLines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["decision"], "deny");
+  EXPECT_EQ(lines[0]["method"], "GET");
+  EXPECT_TRUE(lines[0].isNull("status")) << "no answer went out";
+  // What happens today: the record is the one written for the exchange cut short, before
+  // deny() wrote its own, and it has no reason (not not_allowed_path).
+  EXPECT_TRUE(lines[0].isNull("reason")) << "the refusal's reason is on record now: "
+                                         << lines[0]["reason"];
 }
 
 // A redirected connection, as the transparent listener takes it. The bed's sockets were never

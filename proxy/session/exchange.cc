@@ -236,6 +236,10 @@ void Exchange::deny(policy::Reason reason, std::string_view detail) {
   SPDLOG_DEBUG("[C{}] deny {}: {}", host_.facts().id, info.token, detail);
   const bool head_sent = responseBegun();
   if (!head_sent) {
+    // Writing the answer may fail and close the connection, whose close records the exchange
+    // cut short: as the refusal it was.
+    record_.verdict = policy::Verdict::Deny;
+    record_.refusal = reason;
     downstream_.sendDenial(reason, detail);
   }
   if (host_.closing()) {

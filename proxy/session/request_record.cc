@@ -21,6 +21,7 @@ void RequestRecord::reset(std::uint64_t now_ms, std::uint64_t now_ns, bool hash)
   url.clear();
   verdict = policy::Verdict::Deny;
   policy_reason = policy::Reason::None;
+  refusal = policy::Reason::None;
   rule.clear();
   answer.reset();
   upstream.reset();

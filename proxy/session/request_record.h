@@ -43,6 +43,9 @@ struct RequestRecord {
   std::string url;
   policy::Verdict verdict = policy::Verdict::Deny;
   policy::Reason policy_reason = policy::Reason::None;  // report mode: what enforcing would say
+  // The refusal being answered: a connection that closes while sluice writes it (a write that
+  // fails) records the request with it, as the refusal's own record would have.
+  policy::Reason refusal = policy::Reason::None;
   std::string rule;
 
   // Where it went: H's addresses as resolved, and the one connected to.
@@ -59,9 +62,12 @@ struct RequestRecord {
 
   // Clears everything for a new request; digests restart when `hash` is set.
   void reset(std::uint64_t now_ms, std::uint64_t now_ns, bool hash);
-  // The reason a record of this request says when it completes or is cut short: report mode's
-  // reason for a request it forwarded, otherwise none.
+  // The reason a record of this request says when it completes or is cut short: the refusal
+  // being answered, report mode's reason for a request it forwarded, otherwise none.
   policy::Reason outcomeReason() const {
+    if (refusal != policy::Reason::None) {
+      return refusal;
+    }
     return verdict == policy::Verdict::Report ? policy_reason : policy::Reason::None;
   }
 };

@@ -97,39 +97,63 @@ std::string SessionBed::yaml(const BedConfig& config) const {
   upstream.insert(upstream.find('{') + 1, "ca_file: " + origin_ca_->certificatePath() + ", ");
   std::string dns = config.dns;
   dns.insert(dns.find('{') + 1, "servers: [\"" + dns_->address() + "\"], ");
-  std::string text = "version: 1\n"
-                     "audit: {path: " + audit_path_ + "}\n"
-                     "dns: " + dns + "\n"
-                     "upstream: " + upstream + "\n"
-                     "limits: " + config.limits + "\n"
-                     "sandboxes:\n"
-                     "  - name: " + std::string(kSandbox) + "\n"
-                     "    listen: 127.0.0.1:" + std::to_string(listen_port_) + "\n"
-                     "    ca: " + dir_.path() + "/sandbox-ca\n"
-                     "    policy: p\n";
+  std::string text =
+      "version: 1\n"
+      "audit: {path: " +
+      audit_path_ +
+      "}\n"
+      "dns: " +
+      dns +
+      "\n"
+      "upstream: " +
+      upstream +
+      "\n"
+      "limits: " +
+      config.limits +
+      "\n"
+      "sandboxes:\n"
+      "  - name: " +
+      std::string(kSandbox) +
+      "\n"
+      "    listen: 127.0.0.1:" +
+      std::to_string(listen_port_) +
+      "\n"
+      "    ca: " +
+      dir_.path() +
+      "/sandbox-ca\n"
+      "    policy: p\n";
   if (!config.sandbox_limits.empty()) {
     text += "    limits: " + config.sandbox_limits + "\n";
   }
   text += config.sandbox_fields;
-  text += "policies:\n"
-          "  p:\n"
-          "    rules:\n"
-          "      - {name: plain, hosts: [origin.test], schemes: [http], ports: [" + plain +
-          "], ips: [127.0.0.1/32]}\n"
-          "      - {name: tls, hosts: [origin.test], ports: [" + tls +
-          "], ips: [127.0.0.1/32]}\n"
-          "      - {name: wrongname, hosts: [wrongname.test], ports: [" + tls +
-          "], ips: [127.0.0.1/32]}\n"
-          "      - {name: tls-stall, hosts: [tls-stall.test], ports: [" + plain +
-          "], ips: [127.0.0.1/32]}\n"
-          "      - {name: blackhole, hosts: [blackhole.test], schemes: [http], ports: [" +
-          blackhole + "], ips: [127.0.0.1/32]}\n";
+  text +=
+      "policies:\n"
+      "  p:\n"
+      "    rules:\n"
+      "      - {name: plain, hosts: [origin.test], schemes: [http], ports: [" +
+      plain +
+      "], ips: [127.0.0.1/32]}\n"
+      "      - {name: tls, hosts: [origin.test], ports: [" +
+      tls +
+      "], ips: [127.0.0.1/32]}\n"
+      "      - {name: wrongname, hosts: [wrongname.test], ports: [" +
+      tls +
+      "], ips: [127.0.0.1/32]}\n"
+      "      - {name: tls-stall, hosts: [tls-stall.test], ports: [" +
+      plain +
+      "], ips: [127.0.0.1/32]}\n"
+      "      - {name: blackhole, hosts: [blackhole.test], schemes: [http], ports: [" +
+      blackhole + "], ips: [127.0.0.1/32]}\n";
   text += config.extra_rules;
   if (config.with_secret) {
-    text += "secrets:\n"
-            "  token:\n"
-            "    file: " + dir_.write("token", "the-real-token\n") + "\n"
-            "    placeholder: " + std::string(kSecretPlaceholder) + "\n";
+    text +=
+        "secrets:\n"
+        "  token:\n"
+        "    file: " +
+        dir_.write("token", "the-real-token\n") +
+        "\n"
+        "    placeholder: " +
+        std::string(kSecretPlaceholder) + "\n";
   }
   return text;
 }
@@ -281,8 +305,7 @@ void startSession(SessionBed& bed, int fd, std::string_view sandbox_name, Entry 
   const auto& sandbox_max = view->sandbox->limits.max_connections;
   const Session::OpenCount open = session->openedAs();
   const bool over_global = open.gateway > generation->config->limits.max_connections;
-  const bool over_sandbox =
-      sandbox_max && static_cast<std::uint64_t>(open.sandbox) > *sandbox_max;
+  const bool over_sandbox = sandbox_max && static_cast<std::uint64_t>(open.sandbox) > *sandbox_max;
   if (!session->start(fd)) {
     return;
   }

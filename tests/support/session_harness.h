@@ -33,9 +33,9 @@
 #include "certs/ca.h"
 #include "certs/leaf_cache.h"
 #include "proxy/dns/resolver.h"
+#include "proxy/io/loop_handles.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
-#include "proxy/io/loop_handles.h"
 #include "proxy/session/upstream_pool.h"
 #include "proxy/session/worker_context.h"
 #include "tests/support/audit_lines.h"
@@ -53,7 +53,7 @@ struct BedConfig {
   std::string limits = "{handshake_timeout: 2s, idle_timeout: 5s}";
   std::string upstream = "{connect_timeout: 2s}";  // ca_file is added
   std::string dns = "{timeout: 2s}";               // servers are added
-  std::string sandbox_limits;                       // the sandbox's `limits`; "" for none
+  std::string sandbox_limits;                      // the sandbox's `limits`; "" for none
   // A secret `token` (placeholder kSecretPlaceholder, its value in a file of the bed) that no
   // rule injects: a request carrying the placeholder is secret_misuse, and a request body is
   // held and scanned before anything is resolved.

@@ -32,7 +32,9 @@ std::size_t timesSeen(std::string_view machine, std::string_view from, std::stri
 class EdgeWatch {
  public:
   EdgeWatch(std::string machine, std::string from, std::string to)
-      : machine_(std::move(machine)), from_(std::move(from)), to_(std::move(to)),
+      : machine_(std::move(machine)),
+        from_(std::move(from)),
+        to_(std::move(to)),
         before_(timesSeen(machine_, from_, to_)) {}
   bool seen() const { return timesSeen(machine_, from_, to_) > before_; }
   std::string name() const { return machine_ + " " + from_ + " -> " + to_; }

@@ -34,8 +34,7 @@ class SessionConnectEdgesTest : public ::testing::Test {
   bool connect(LoopPeer& client, const std::string& authority) {
     client.write("CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n");
     bed_.runUntil([&] {
-      return client.received().size() >= kEstablished.size() ||
-             client.end() != LoopPeer::End::Open;
+      return client.received().size() >= kEstablished.size() || client.end() != LoopPeer::End::Open;
     });
     if (!client.received().starts_with(kEstablished)) {
       ADD_FAILURE() << "CONNECT " << authority << " answered: " << client.received();
@@ -64,8 +63,8 @@ TEST_F(SessionConnectEdgesTest, AbortWhileConnectingCancelsTheDial) {
   EdgeWatch connecting("connector", "Resolving", "Connecting");
   EdgeWatch edge("connector", "Connecting", "Idle");
   LoopPeer& client = bed_.connectClient();
-  client.write(absoluteRequest("GET", "blackhole.test:" + std::to_string(bed_.blackholePort()),
-                               "/never"));
+  client.write(
+      absoluteRequest("GET", "blackhole.test:" + std::to_string(bed_.blackholePort()), "/never"));
   ASSERT_TRUE(bed_.runUntil([&] { return connecting.seen(); }));
   bed_.abortSessions();
   ASSERT_TRUE(bed_.allSessionsFinished());
@@ -196,8 +195,9 @@ class SessionTransparentEdgesTest : public SessionConnectEdgesTest {
  protected:
   void SetUp() override {
     BedConfig config;
-    config.sandbox_fields = "    transparent: 127.0.0.1:15001\n"
-                            "    original_dst: require_match\n";
+    config.sandbox_fields =
+        "    transparent: 127.0.0.1:15001\n"
+        "    original_dst: require_match\n";
     config.extra_rules =
         "      - {name: literal80, hosts: [127.0.0.1], schemes: [http], ports: [80], "
         "ips: [127.0.0.1/32]}\n";

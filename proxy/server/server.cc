@@ -184,8 +184,6 @@ struct Server::MainLoop {
     }
     draining = true;
     const auto grace_period = server->generation_->config->limits.shutdown_grace;
-    spdlog::info("sluice: signal {}: no new connections; {} in flight get up to {} ms", signum,
-                 sessions(), grace_period.count());
     if (watch != nullptr) {
       watch->close([this] { watch.reset(); });
     }
@@ -195,6 +193,9 @@ struct Server::MainLoop {
     // The workers close their dup()s; closing the original too makes the kernel refuse new
     // connections at once, instead of queueing them until exit.
     server->sockets_.clear();
+    // Said once it holds: from here, a connection a worker accepts is closed unread.
+    spdlog::info("sluice: signal {}: no new connections; {} in flight get up to {} ms", signum,
+                 sessions(), grace_period.count());
     poll->startRepeating(std::chrono::milliseconds(20), [this] { onPoll(); });
     grace->start(grace_period, [this] { onGrace(); });
   }

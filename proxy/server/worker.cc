@@ -10,7 +10,7 @@
 #include "policy/decision.h"
 #include "proxy/dns/resolver.h"
 #include "proxy/dns/sandbox_resolver.h"
-#include "proxy/session/session.h"
+#include "proxy/session/client_connection.h"
 #include "proxy/session/upstream_pool.h"
 #include "proxy/session/worker_context.h"
 
@@ -130,7 +130,7 @@ Result<Ok, std::string> Worker::start(std::shared_ptr<const Generation> generati
   context_->state = &state_;
   context_->resolver = resolver_.get();
   context_->pool = pool_.get();
-  context_->finished = [this](session::Session* s) { sessionFinished(s); };
+  context_->finished = [this](session::ClientConnection* s) { sessionFinished(s); };
 
   auto applied = apply(std::move(generation), std::move(sockets));
   if (!applied) {
@@ -322,7 +322,7 @@ void Worker::closeRetiredResolvers() {
 // taking up: a session that took that one up is never drained for being ahead.
 void Worker::drainRemovedSandboxes() {
   const std::shared_ptr<const Generation> current = context_->currentGeneration();
-  forEachSession([&](session::Session& s) {
+  forEachSession([&](session::ClientConnection& s) {
     const SandboxView* now = current->find(s.runtime().name);
     if (now == nullptr || now->runtime.get() != &s.runtime()) {
       s.drain();
@@ -331,13 +331,13 @@ void Worker::drainRemovedSandboxes() {
 }
 
 // Walks a snapshot: a session may finish, and leave sessions_, while another is drained.
-void Worker::forEachSession(const std::function<void(session::Session&)>& fn) {
-  std::vector<session::Session*> current;
+void Worker::forEachSession(const std::function<void(session::ClientConnection&)>& fn) {
+  std::vector<session::ClientConnection*> current;
   current.reserve(sessions_.size());
   for (auto& [ptr, owned] : sessions_) {
     current.push_back(ptr);
   }
-  for (session::Session* s : current) {
+  for (session::ClientConnection* s : current) {
     if (sessions_.count(s) != 0) {
       fn(*s);
     }
@@ -399,7 +399,7 @@ void Worker::handleCommands() {
     context_->draining = true;
     closeListeners();
     sockets_.clear();  // with the main thread's, the last fds of the sockets: refused from now
-    forEachSession([](session::Session& s) { s.drain(); });
+    forEachSession([](session::ClientConnection& s) { s.drain(); });
   }
 }
 
@@ -454,7 +454,9 @@ void Worker::serve(const ListenSocket& socket, int fd) {
   // A copy: what the session is made with must not change under it.
   const std::shared_ptr<const Generation> generation = context_->currentGeneration();
   const SandboxView* view = generation->find(socket.sandbox);
-  if (draining_ || view == nullptr) {
+  // stop_accepting_ as well as draining_: between the main thread's stopAccepting() and this
+  // loop's turn that reads it, a connection accepted (or handed over) is new all the same.
+  if (draining_ || stop_accepting_.load() || view == nullptr) {
     ::close(fd);  // the kernel resets it; a draining gateway takes nothing new
     busy_.fetch_sub(1);
     return;
@@ -468,18 +470,18 @@ void Worker::serve(const ListenSocket& socket, int fd) {
     return;
   }
   std::uint64_t id = state_.next_connection_id.fetch_add(1);
-  auto owned = std::make_unique<session::Session>(
+  auto owned = std::make_unique<session::ClientConnection>(
       *context_, generation, *view, id,
-      socket.transparent ? session::Session::Listener::Transparent
-                         : session::Session::Listener::Explicit);
-  session::Session* s = owned.get();
+      socket.transparent ? session::ClientConnection::Listener::Transparent
+                         : session::ClientConnection::Listener::Explicit);
+  session::ClientConnection* s = owned.get();
   sessions_.emplace(s, std::move(owned));
   session_count_.store(sessions_.size());
   // Over a limit: accepted (so the kernel queue does not fill), recorded and closed at once.
   // The process-wide limit protects the gateway and says nothing; a sandbox's own limit tells
   // its client why.
   const auto& sandbox_max = view->sandbox->limits.max_connections;
-  const session::Session::OpenCount open = s->openedAs();
+  const session::ClientConnection::OpenCount open = s->openedAs();
   bool over_global = open.gateway > generation->config->limits.max_connections;
   bool over_sandbox = sandbox_max && static_cast<std::uint64_t>(open.sandbox) > *sandbox_max;
   if (!s->start(fd)) {
@@ -490,7 +492,7 @@ void Worker::serve(const ListenSocket& socket, int fd) {
   }
 }
 
-void Worker::sessionFinished(session::Session* s) {
+void Worker::sessionFinished(session::ClientConnection* s) {
   auto it = sessions_.find(s);
   finished_->add(std::move(it->second));
   sessions_.erase(it);
@@ -535,7 +537,7 @@ void Worker::closeAll() {
   draining_ = true;
   context_->draining = true;
   closeListeners();
-  forEachSession([](session::Session& s) { s.abort(); });
+  forEachSession([](session::ClientConnection& s) { s.abort(); });
   pool_->close(nullptr);
   resolver_->close(nullptr);
   for (auto& [key, resolver] : sandbox_resolvers_) {

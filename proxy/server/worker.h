@@ -46,7 +46,7 @@ class Resolver;
 class SandboxResolver;
 }  // namespace dns
 namespace session {
-class Session;
+class ClientConnection;
 class UpstreamPool;
 struct WorkerContext;
 }  // namespace session
@@ -97,7 +97,7 @@ class Worker {
   void syncResolver(const policy::DnsSettings* before);
   void syncPool();
   void drainRemovedSandboxes();
-  void forEachSession(const std::function<void(session::Session&)>& fn);
+  void forEachSession(const std::function<void(session::ClientConnection&)>& fn);
   void onAccepted(const std::shared_ptr<const ListenSocket>& socket, int fd);
   Worker* leastBusy();
   // Queues `h` for this worker's loop; false if it takes no more (shutting down).
@@ -105,7 +105,7 @@ class Worker {
   void serve(const ListenSocket& socket, int fd);
   void closeInbox();
   // A session whose every handle has closed: out of sessions_, freed on a later turn.
-  void sessionFinished(session::Session* session);
+  void sessionFinished(session::ClientConnection* session);
   void sessionsFreed();
   void closeListeners();
   void closeAll();
@@ -138,11 +138,11 @@ class Worker {
   std::unique_ptr<session::UpstreamPool> pool_;
   std::size_t logged_idle_bound_ = 0;  // the last bound held below upstream.max_idle, logged
   std::unique_ptr<session::WorkerContext> context_;
-  std::unordered_map<session::Session*, std::unique_ptr<session::Session>> sessions_;
+  std::unordered_map<session::ClientConnection*, std::unique_ptr<session::ClientConnection>> sessions_;
   // Finished sessions: a session hands itself back (WorkerContext::finished) from the close
   // callback of its last handle, with its own code still below on the stack, so it is freed
   // on the loop's next turn instead. Closed once closeAll() has run and no session is left.
-  std::optional<io::DeferredDelete<session::Session>> finished_;
+  std::optional<io::DeferredDelete<session::ClientConnection>> finished_;
   std::atomic<std::size_t> session_count_{0};
   std::atomic<std::size_t> busy_{0};
   std::vector<Worker*> peers_;

@@ -1,85 +1,198 @@
 #pragma once
-// The state of one request as it goes through a Session: the facts it was decided on (owned
-// copies: the parser's views die with the next message), where it was sent, what came back,
-// and what its audit record will say. One per session, reset for each request, so its strings
-// and digest contexts keep their capacity across a keep-alive connection.
+// One request, from its head to its audit record: the facts are decided on (policy::decide()),
+// the sandbox's rate token taken, placeholders of secrets looked for (in the head, and with
+// secrets configured in the body's first 64 KiB, held before anything is dialled), an upstream
+// found (Connector), the head sluice writes sent with the rule's injected headers
+// (UpstreamChannel), the body forwarded up and the response down (masked when a secret was
+// injected), then the record and the metrics. Its machine is kExchangeMachine
+// (exchange_state.h).
+//
+// It knows nothing of framing: the request head it is given is already parsed and checked by
+// the connection's codec, which also writes every byte the client gets (Downstream); the
+// upstream channel frames and parses the upstream's side. The connection (ExchangeHost) says
+// who the client is and takes back the upstream connection between exchanges.
+//
+// Ownership: the connection owns its exchanges; an exchange owns its connector and its upstream
+// channel. An HTTP/1.1 connection keeps one Exchange and reuses it for each request, so its
+// buffers keep their capacity (no allocation per request once they have grown).
 
-#include <openssl/evp.h>
-
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policy/decision.h"
-#include "proxy/dns/answer.h"
+#include "proxy/http/head_writer.h"
 #include "proxy/http/request_parser.h"
-#include "proxy/http/response_parser.h"
+#include "proxy/session/connector.h"
+#include "proxy/session/downstream.h"
+#include "proxy/session/exchange_host.h"
+#include "proxy/session/exchange_state.h"
+#include "proxy/session/http1_upstream.h"
+#include "proxy/session/request_record.h"
+#include "proxy/session/response_relay.h"
 
 namespace sluice::proxy::session {
 
-struct EvpMdCtxFree {
-  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
+// What becomes of the upstream connection when the exchange is over.
+enum class UpstreamAfter : std::uint8_t {
+  Keep,   // parked for this client's next request (if its response allows keep-alive)
+  Close,  // it sent bytes after its response, or answered before the request's end
 };
-using EvpMdCtxPtr = std::unique_ptr<EVP_MD_CTX, EvpMdCtxFree>;
 
-struct Exchange {
-  bool active = false;
-  std::uint64_t started_ms = 0;
-  // uv_hrtime() when it began, and when its DNS lookup or connect began: the latency
-  // histograms want better than the loop's millisecond clock.
-  std::uint64_t started_ns = 0;
-  std::uint64_t phase_started_ns = 0;
-  std::chrono::system_clock::time_point ts;
+// The sandbox's request rate: one token per request, allowed or not.
+enum class RateToken : std::uint8_t {
+  NotTaken,
+  Taken,
+  Waived,  // not a request: a connection refused over a limit has that as its reason
+};
 
-  // The request, as decided.
-  std::string target_host;      // H as received
-  std::string host;             // canonical H
-  std::uint16_t port = 0;
-  policy::Scheme scheme = policy::Scheme::Https;
-  std::string method;
-  std::string origin_target;    // forwarded target, origin form
-  std::optional<std::string> host_header;  // as received
-  std::string url;
-  http::BodyFraming request_framing = http::BodyFraming::None;
-  bool request_keep_alive = true;
-  policy::Verdict verdict = policy::Verdict::Deny;
-  policy::Reason policy_reason = policy::Reason::None;  // report mode: what enforcing would say
-  std::string rule;
+// Whether the request's end was read before its upstream was ready: the whole body was held
+// (HoldingBody), or a bodiless request is sent again on a new connection.
+enum class RequestEnd : std::uint8_t { Pending, Read };
+
+class Exchange final : private ConnectorClient, private UpstreamEvents {
+ public:
+  // How much of a request body is looked at for placeholders (docs/wire.md#credential-brokering).
+  static constexpr std::size_t kBodyScanBytes = 64 * 1024;
+
+  Exchange(ExchangeHost& host, Downstream& downstream, std::size_t max_header_bytes);
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  ExchangeState state() const { return state_; }
+  bool inFlight() const { return session::inFlight(state_); }
+  bool responseBegun() const { return session::responseBegun(state_); }
+  // What its record will say; the connection fills in what it knows (a CONNECT's target...).
+  RequestRecord& record() { return record_; }
+
+  // --- beginning
+  // A new record (for a request, or for a refusal of the connection's own): Deciding.
+  void beginRecord(bool hash);
+  // A request: its head (valid until the exchange is over: the codec keeps it) and the facts it
+  // gives. The connection then sets the target (record().scheme, target_host, port, url) and
+  // calls decide(), or denies.
+  void beginRequest(const http::RequestHead& head, bool hash);
+  // The request's facts are complete: decide(), the rate token, placeholders; then deny, hold
+  // the body, or look for an upstream.
+  void decide();
+  // A CONNECT or redirected ClientHello was allowed: a tunnel, not a request (Idle).
+  void tunnelOpened();
+  // Refused where no answer can be sent (a tunnel's ClientHello or handshake, a connection over
+  // a limit): its record, with the token it takes; `reason` None (sluice's own failure): no
+  // record.
+  void refuseWithoutAnswer(policy::Reason reason);
+  // The record being begun is no request: it takes no token of the sandbox's rate.
+  void waiveRateToken() { rate_ = RateToken::Waived; }
+
+  // --- the request's bytes, from the codec
+  // HoldingBody, and more of the body may be held (the codec reads on).
+  bool holdsMore() const;
+  // The connector resolves, dials or handshakes: the request waits.
+  bool connectorWorking() const { return connector_.working(); }
+  void onRequestBody(std::span<const char> data);
+  void onRequestEnd();
+  // HoldingBody is over (64 KiB held, or the whole body): scan, then deny or go upstream.
+  bool holdingDone() const;
+  void finishHolding();
+
+  // --- endings
+  // sluice's own answer (status, reason, record), unless the response began; the connection
+  // then ends (HTTP/1.1).
+  void deny(policy::Reason reason, std::string_view detail);
+  // The client closed its side while this exchange was in flight.
+  void onClientClosed();
+  // The connection closes under the exchange: its record says what was sent so far.
+  void abandon();
+  // idle_timeout (or the connector's deadline) ran out while it waited or forwarded. True if
+  // it acted.
+  bool onTimeout(bool connector_deadline_over);
+  // The connection ends politely: the connector stops; the upstream's corked bytes are written
+  // and it is closed.
+  void releaseUpstream();
+  // The connection closes now: the connector stops, the upstream is closed as it is.
+  void dropUpstream();
+
+  // --- the connection's reading and writing
+  bool upstreamBackedUp() const { return h1_.backedUp(); }
+  void updateUpstreamReading(bool client_backed_up);
+  void flushCorkedUpstream() { h1_.flushCorked(); }
+  void discardCorkedUpstream() { h1_.discardCorked(); }
+  // The earliest deadline of the exchange (its connector's; 0: none).
+  std::uint64_t deadline() const { return connector_.deadline(); }
+  void releaseBuffers();
+  // Takes this request's token of the sandbox's rate, once per request; false: there was none.
+  bool chargeRequest();
+  // Writes the record (verdict, reason, status) with the connection's facts.
+  void writeRecord(policy::Verdict verdict, policy::Reason reason, int status);
+
+ private:
+  // --- ConnectorClient
+  policy::Decision decideWith(std::span<const policy::IpAddress> addresses) override;
+  void onAnswer(std::shared_ptr<const dns::Answer> answer) override;
+  void onConnectedTo(const policy::Endpoint& address) override;
+  void onUpstreamReady(std::unique_ptr<UpstreamConnection> connection, UpstreamOrigin origin,
+                       std::optional<const policy::Rule*> rule) override;
+  void onUpstreamRefused(const policy::Decision& decision) override;
+  void onUpstreamRefused(policy::Reason reason, std::string_view detail) override;
+  // --- UpstreamEvents (and ConnectorClient::onUpstreamFailed)
+  void onInterimHead(const http::ResponseHead& head) override;
+  void onResponseHead(const http::ResponseHead& head) override;
+  void onResponseBody(std::span<const char> data) override;
+  void onResponseComplete(bool more) override;
+  void onResponseEndedByClose() override;
+  void onUpstreamFailed(policy::Reason reason, std::string_view detail) override;
+
+  bool transition(ExchangeState next);
+  const policy::Sandbox& sandbox() const;
+  const policy::Config& config() const;
+  // decide() on the request's facts; `addresses` once H is resolved.
+  policy::Decision decideRequest(std::span<const policy::IpAddress> addresses, bool resolved);
+  std::string rateLimitDetail() const;
+  // Takes the token; without one, answers 429 rate_limited (true).
+  bool overRequestRate();
+  // A placeholder in the target or a header value, of a secret the matched rule does not
+  // inject: secret_misuse (true).
+  bool refuseSecretMisuse();
+  void acquireUpstream(const policy::Decision& decision);
+  // The head sluice writes, what HoldingBody read, and then the rest of the request.
+  void startForwarding();
+  // "host[:port]" as sluice writes it upstream: canonical H, the port only when not the default.
+  std::string canonicalAuthority() const;
+  // The answer to an injecting exchange has a content coding sluice cannot look into: 502
+  // instead of forwarding it. True when it did.
+  bool refuseEncodedResponse(const http::ResponseHead& head);
+  // The secrets the response is masked for: those of this generation when the exchange
+  // injected any, else none.
+  const SecretPatterns* maskPatterns() const;
+  // Both the request and the response are over: the record, then the next request or the end.
+  void finish();
+  // A failure on the way to or from the upstream (the stale-connection retry included).
+  void upstreamFailed(policy::Reason reason, std::string_view detail);
+
+  ExchangeHost& host_;
+  Downstream& downstream_;
+  ExchangeState state_ = ExchangeState::Idle;
+  RequestRecord record_;
+  const http::RequestHead* head_ = nullptr;  // the request's, while it is in flight
+  http::BodyFraming framing_ = http::BodyFraming::None;
   // The rule of the latest decision that forwards it (after the addresses, when resolved): the
   // one whose `inject` applies.
-  const policy::Rule* matched_rule = nullptr;
-  bool injected = false;  // the head carries a secret: wipe the buffers it passed through
-
-  // Where it went.
-  std::shared_ptr<const dns::Answer> answer;
-  std::vector<policy::IpAddress> usable;
-  std::size_t next_address = 0;
-  bool saw_timeout = false;
-  std::optional<policy::Endpoint> upstream;
-  bool from_pool = false;
-  bool retried = false;
-  // It took its token of the sandbox's request rate (or was refused one): once per request.
-  bool rate_charged = false;
-
-  // What came back.
-  int status = 0;
-  bool request_done = false;
-  bool response_head_sent = false;
-  bool response_done = false;
-  bool upstream_dirty = false;  // the upstream sent bytes after its response: never reuse it
-  http::ResponseFraming to_client = http::ResponseFraming::None;
-  bool client_wants_close = false;
-  std::uint64_t req_bytes = 0;
-  std::uint64_t resp_bytes = 0;
-  bool hashing = false;  // audit.hash_bodies
-  EvpMdCtxPtr req_hash;
-  EvpMdCtxPtr resp_hash;
-
-  // Clears everything for a new request; digests restart when `hash` is set.
-  void reset(std::uint64_t now_ms, bool hash);
+  const policy::Rule* matched_rule_ = nullptr;
+  RequestEnd request_end_ = RequestEnd::Pending;
+  UpstreamOrigin origin_ = UpstreamOrigin::Dialled;
+  UpstreamAfter after_ = UpstreamAfter::Keep;
+  RateToken rate_ = RateToken::NotTaken;
+  // HoldingBody: the decoded start of the body (a little over 64 KiB at most), scanned for
+  // placeholders before anything is forwarded; sent ahead of the rest once forwarding starts.
+  std::string held_body_;
+  std::vector<http::HeaderField> inject_fields_;  // the rule's injected headers; reused
+  ResponseRelay relay_;
+  Connector connector_;
+  Http1Upstream h1_;
 };
 
 }  // namespace sluice::proxy::session

@@ -1,12 +1,14 @@
 #pragma once
-// What a worker lends its sessions: the loop, the shared gateway state, the generation in force,
-// the per-worker resolver and upstream pool, and the way to hand a finished session back for
-// deletion.
+// What a worker lends its client connections: the loop, the shared gateway state, the generation
+// in force, the per-worker resolver and upstream pool, and the way to hand a finished connection
+// back for deletion.
 
 #include <uv.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 
 namespace sluice::proxy {
 struct GatewayState;
@@ -18,25 +20,38 @@ class Resolver;
 
 namespace sluice::proxy::session {
 
-class Session;
+class ClientConnection;
 class UpstreamPool;
+
+// One move of one of a session's state machines (state_change.h); the names are the tables'.
+struct StateChange {
+  std::uint64_t connection = 0;
+  std::string_view machine;  // "connection", "exchange", "connector"
+  std::string_view from;
+  std::string_view to;
+};
 
 struct WorkerContext {
   int worker = 0;  // the worker's index, for the logs
   uv_loop_t* loop = nullptr;
   GatewayState* state = nullptr;
   // The generation in force (PublishedGeneration): what a new connection starts with and what a
-  // session takes up when a request starts. Cheap enough for every request.
+  // connection takes up when a request starts. Cheap enough for every request.
   const std::shared_ptr<const Generation>& currentGeneration();
   // As this worker last saw it: currentGeneration()'s cache, brought up to date by each
   // hand-over too (Worker::apply).
   std::shared_ptr<const Generation> generation;
   dns::Resolver* resolver = nullptr;
   UpstreamPool* pool = nullptr;
-  // Called once every handle of the session has closed; the worker deletes it.
-  std::function<void(Session*)> finished;
+  // Called once every handle of the connection has closed; the worker deletes it.
+  std::function<void(ClientConnection*)> finished;
   // The worker is draining: finish the exchange in progress, keep nothing alive.
   bool draining = false;
+  // Whether debug lines are logged (SLUICE_LOG=debug), as the last connection made found it: a
+  // state machine moves at every step of every request, and asks this, not the logger.
+  bool debug_log = false;
+  // Tests: told every move of every connection's machines. Empty in sluice (one branch per move).
+  std::function<void(const StateChange&)> on_transition;
 };
 
 }  // namespace sluice::proxy::session

@@ -40,6 +40,7 @@
 
 #include "base/result.h"
 #include "certs/openssl_ptr.h"
+#include "proxy/tls/plaintext_scratch.h"
 
 namespace sluice::proxy::tls {
 
@@ -124,6 +125,13 @@ class TlsSession {
   // tickets are not counted (no answer, and a server sends them when it likes); OpenSSL itself
   // bounds the other records without data (empty records, warning alerts).
   ReadStatus read(std::span<char> out, std::size_t* n);
+  // read() until there is no more plaintext, into the thread's PlaintextScratch, handing each
+  // piece to `deliver(std::span<const char>)` before the next is decrypted (nothing of it is
+  // kept after). `deliver` returns false to stop at once: the session may be gone then, and
+  // nothing of it is touched after. Returns what ended it: WantIo, Closed or Failed, or Data
+  // when `deliver` stopped it.
+  template <typename Deliver>
+  ReadStatus readEach(Deliver&& deliver);
   static constexpr std::uint64_t kPostHandshakeAllowance = 32;
   static constexpr std::uint64_t kDataPerPostHandshakeMessage = 1024 * 1024;
 
@@ -189,5 +197,21 @@ class TlsSession {
 
   std::unique_ptr<State> state_;
 };
+
+template <typename Deliver>
+ReadStatus TlsSession::readEach(Deliver&& deliver) {
+  const PlaintextScratch scratch;
+  const std::span<char> out = scratch.bytes();
+  for (;;) {
+    std::size_t n = 0;
+    const ReadStatus status = read(out, &n);
+    if (status != ReadStatus::Data) {
+      return status;
+    }
+    if (!deliver(std::span<const char>(out.data(), n))) {
+      return ReadStatus::Data;
+    }
+  }
+}
 
 }  // namespace sluice::proxy::tls

@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "policy/config_loader.h"
-#include "proxy/session/session.h"
+#include "proxy/session/client_connection.h"
 #include "proxy/tls/tls_context.h"
 #include "tests/support/loop_driver.h"
 #include "tests/support/transition_log.h"
@@ -36,7 +36,13 @@ SessionBed::SessionBed() {
   // The sessions' transitions are counted (and with SLUICE_TEST_LOG=debug, their [C42] lines
   // printed).
   installTransitionLog();
+  context_.on_transition = [](const proxy::session::StateChange& change) {
+    noteTransition(change.machine, change.from, change.to);
+  };
   EXPECT_EQ(uv_loop_init(&loop_), 0);
+  // As the worker does: a finished session is freed on the loop's next turn, never inside the
+  // close callback that handed it back.
+  free_finished_.emplace(&loop_, [this] { finished_owners_.clear(); });
   // As the worker does: what the callbacks of one round wrote to the audit file goes out after
   // it (sessions also flush their own records before their answers).
   uv_check_init(&loop_, &flush_audit_);
@@ -91,37 +97,63 @@ std::string SessionBed::yaml(const BedConfig& config) const {
   upstream.insert(upstream.find('{') + 1, "ca_file: " + origin_ca_->certificatePath() + ", ");
   std::string dns = config.dns;
   dns.insert(dns.find('{') + 1, "servers: [\"" + dns_->address() + "\"], ");
-  std::string text = "version: 1\n"
-                     "audit: {path: " + audit_path_ + "}\n"
-                     "dns: " + dns + "\n"
-                     "upstream: " + upstream + "\n"
-                     "limits: " + config.limits + "\n"
-                     "sandboxes:\n"
-                     "  - name: " + std::string(kSandbox) + "\n"
-                     "    listen: 127.0.0.1:" + std::to_string(listen_port_) + "\n"
-                     "    ca: " + dir_.path() + "/sandbox-ca\n"
-                     "    policy: p\n";
+  std::string text =
+      "version: 1\n"
+      "audit: {path: " +
+      audit_path_ +
+      "}\n"
+      "dns: " +
+      dns +
+      "\n"
+      "upstream: " +
+      upstream +
+      "\n"
+      "limits: " +
+      config.limits +
+      "\n"
+      "sandboxes:\n"
+      "  - name: " +
+      std::string(kSandbox) +
+      "\n"
+      "    listen: 127.0.0.1:" +
+      std::to_string(listen_port_) +
+      "\n"
+      "    ca: " +
+      dir_.path() +
+      "/sandbox-ca\n"
+      "    policy: p\n";
   if (!config.sandbox_limits.empty()) {
     text += "    limits: " + config.sandbox_limits + "\n";
   }
-  text += "policies:\n"
-          "  p:\n"
-          "    rules:\n"
-          "      - {name: plain, hosts: [origin.test], schemes: [http], ports: [" + plain +
-          "], ips: [127.0.0.1/32]}\n"
-          "      - {name: tls, hosts: [origin.test], ports: [" + tls +
-          "], ips: [127.0.0.1/32]}\n"
-          "      - {name: wrongname, hosts: [wrongname.test], ports: [" + tls +
-          "], ips: [127.0.0.1/32]}\n"
-          "      - {name: tls-stall, hosts: [tls-stall.test], ports: [" + plain +
-          "], ips: [127.0.0.1/32]}\n"
-          "      - {name: blackhole, hosts: [blackhole.test], schemes: [http], ports: [" +
-          blackhole + "], ips: [127.0.0.1/32]}\n";
+  text += config.sandbox_fields;
+  text +=
+      "policies:\n"
+      "  p:\n"
+      "    rules:\n"
+      "      - {name: plain, hosts: [origin.test], schemes: [http], ports: [" +
+      plain +
+      "], ips: [127.0.0.1/32]}\n"
+      "      - {name: tls, hosts: [origin.test], ports: [" +
+      tls +
+      "], ips: [127.0.0.1/32]}\n"
+      "      - {name: wrongname, hosts: [wrongname.test], ports: [" +
+      tls +
+      "], ips: [127.0.0.1/32]}\n"
+      "      - {name: tls-stall, hosts: [tls-stall.test], ports: [" +
+      plain +
+      "], ips: [127.0.0.1/32]}\n"
+      "      - {name: blackhole, hosts: [blackhole.test], schemes: [http], ports: [" +
+      blackhole + "], ips: [127.0.0.1/32]}\n";
+  text += config.extra_rules;
   if (config.with_secret) {
-    text += "secrets:\n"
-            "  token:\n"
-            "    file: " + dir_.write("token", "the-real-token\n") + "\n"
-            "    placeholder: " + std::string(kSecretPlaceholder) + "\n";
+    text +=
+        "secrets:\n"
+        "  token:\n"
+        "    file: " +
+        dir_.write("token", "the-real-token\n") +
+        "\n"
+        "    placeholder: " +
+        std::string(kSecretPlaceholder) + "\n";
   }
   return text;
 }
@@ -146,7 +178,7 @@ void SessionBed::configure(const BedConfig& config) {
   context_.pool = pool_.get();
 }
 
-LoopPeer& SessionBed::connectClient() {
+LoopPeer& SessionBed::connectClient(Entry entry) {
   EXPECT_NE(pool_, nullptr) << "configure() the bed first";
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in to{};
@@ -162,7 +194,7 @@ LoopPeer& SessionBed::connectClient() {
   // The loop's clock, as a worker's is when its accept callback runs: the session's deadlines
   // count from it.
   uv_update_time(&loop_);
-  startSession(*this, accepted);
+  startSession(*this, accepted, kSandbox, entry);
   return *clients_.back();
 }
 
@@ -198,16 +230,17 @@ void SessionBed::keep(const void* key, std::shared_ptr<void> owner, std::functio
 void SessionBed::finished(const void* key) {
   auto it = sessions_.find(key);
   ASSERT_NE(it, sessions_.end()) << "a session finished twice, or one the bed never kept";
-  Live ending = std::move(it->second);
+  finished_owners_.push_back(std::move(it->second.owner));
   sessions_.erase(it);
   ++finished_;
-  // `ending` goes here, deleting the session inside its last close callback, as the worker's
-  // sessionFinished() does.
+  free_finished_->schedule();  // as the worker's sessionFinished(): freed on the next turn
 }
 
 SessionBed::~SessionBed() {
   abortSessions();
   EXPECT_TRUE(allSessionsFinished()) << sessions_.size() << " session(s) never finished";
+  free_finished_->close(nullptr);
+  finished_owners_.clear();
   for (auto& client : clients_) {
     client->close();
   }
@@ -251,8 +284,8 @@ SessionBed::~SessionBed() {
 }
 
 // The one function that names the session's classes (see the header).
-void startSession(SessionBed& bed, int fd, std::string_view sandbox_name) {
-  using proxy::session::Session;
+void startSession(SessionBed& bed, int fd, std::string_view sandbox_name, Entry entry) {
+  using Session = proxy::session::ClientConnection;
   proxy::session::WorkerContext& context = bed.context();
   context.finished = [&bed](Session* finished) { bed.finished(finished); };
   // A copy: what the session is made with must not change under it (Worker::serve).
@@ -264,15 +297,15 @@ void startSession(SessionBed& bed, int fd, std::string_view sandbox_name) {
     return;
   }
   const std::uint64_t id = bed.state().next_connection_id.fetch_add(1);
-  auto owned = std::make_shared<Session>(context, generation, *view, id,
-                                         Session::Listener::Explicit);
+  auto owned = std::make_shared<Session>(
+      context, generation, *view, id,
+      entry == Entry::Transparent ? Session::Listener::Transparent : Session::Listener::Explicit);
   Session* session = owned.get();
   bed.keep(session, std::move(owned), [session] { session->abort(); });
   const auto& sandbox_max = view->sandbox->limits.max_connections;
   const Session::OpenCount open = session->openedAs();
   const bool over_global = open.gateway > generation->config->limits.max_connections;
-  const bool over_sandbox =
-      sandbox_max && static_cast<std::uint64_t>(open.sandbox) > *sandbox_max;
+  const bool over_sandbox = sandbox_max && static_cast<std::uint64_t>(open.sandbox) > *sandbox_max;
   if (!session->start(fd)) {
     return;
   }

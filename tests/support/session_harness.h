@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -32,6 +33,7 @@
 #include "certs/ca.h"
 #include "certs/leaf_cache.h"
 #include "proxy/dns/resolver.h"
+#include "proxy/io/loop_handles.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
 #include "proxy/session/upstream_pool.h"
@@ -51,12 +53,24 @@ struct BedConfig {
   std::string limits = "{handshake_timeout: 2s, idle_timeout: 5s}";
   std::string upstream = "{connect_timeout: 2s}";  // ca_file is added
   std::string dns = "{timeout: 2s}";               // servers are added
-  std::string sandbox_limits;                       // the sandbox's `limits`; "" for none
+  std::string sandbox_limits;                      // the sandbox's `limits`; "" for none
   // A secret `token` (placeholder kSecretPlaceholder, its value in a file of the bed) that no
   // rule injects: a request carrying the placeholder is secret_misuse, and a request body is
   // held and scanned before anything is resolved.
   bool with_secret = false;
+  // More rules for the policy, each a YAML line "      - {name: ..., ...}\n".
+  std::string extra_rules;
+  // More fields of the sandbox, each a YAML line "    field: value\n" (e.g. `transparent`).
+  std::string sandbox_fields;
 };
+
+// Which of the sandbox's listeners a client's connection came in on.
+//   Explicit     the proxy port: CONNECT, or an absolute-form request
+//   Transparent  a redirected connection: the first byte tells TLS from HTTP. The bed's
+//                sockets are plain loopback ones, which nftables never redirected: the
+//                original destination (SO_ORIGINAL_DST) is unknown, as for any connection the
+//                kernel cannot say it redirected, and the session handles it as it would there.
+enum class Entry : std::uint8_t { Explicit, Transparent };
 
 inline constexpr std::string_view kSecretPlaceholder = "sk-sluice-token";
 
@@ -80,7 +94,7 @@ class SessionBed {
 
   // A client connected to the gateway's listening socket; the accepted end is handed to
   // startSession(). The client is the bed's (it lives until the bed ends).
-  LoopPeer& connectClient();
+  LoopPeer& connectClient(Entry entry = Entry::Explicit);
 
   // Runs the loop until `done` holds; false if `limit` passed first (a safety net: tests wait
   // for events).
@@ -113,8 +127,8 @@ class SessionBed {
   proxy::session::WorkerContext& context() { return context_; }
   // Keeps a started session until finished(key) (`abort` ends it early: abortSessions()).
   void keep(const void* key, std::shared_ptr<void> owner, std::function<void()> abort);
-  // Called by the session's WorkerContext::finished; the session is deleted here, as the
-  // worker deletes it.
+  // Called by the session's WorkerContext::finished; the session is deleted on the loop's next
+  // turn, as the worker deletes it.
   void finished(const void* key);
 
  private:
@@ -143,12 +157,16 @@ class SessionBed {
   std::vector<std::unique_ptr<LoopPeer>> clients_;
   std::unordered_map<const void*, Live> sessions_;
   std::size_t finished_ = 0;
+  // Sessions that finished this turn, freed on the next (free_finished_).
+  std::vector<std::shared_ptr<void>> finished_owners_;
+  std::optional<proxy::io::NextTurn> free_finished_;
 };
 
-// Makes the session for the accepted connection `fd` on the explicit-proxy listener of sandbox
+// Makes the session for the accepted connection `fd` on the `entry` listener of sandbox
 // `sandbox`, starts it, and gives it to `bed` to keep: what Worker::serve does for a connection
 // it takes, limits.max_connections included (over a sandbox's limit the session refuses the
 // connection with its 503; over the process-wide one it closes it). Ownership of `fd` passes.
-void startSession(SessionBed& bed, int fd, std::string_view sandbox = kSandbox);
+void startSession(SessionBed& bed, int fd, std::string_view sandbox = kSandbox,
+                  Entry entry = Entry::Explicit);
 
 }  // namespace sluice::test_support

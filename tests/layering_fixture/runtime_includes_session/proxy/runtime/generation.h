@@ -1,4 +1,4 @@
 #pragma once
 // Fixture for the layering test: the generation sessions judge by lives below them, so
 // runtime/ never includes session/.
-#include "proxy/session/session.h"
+#include "proxy/session/client_connection.h"

@@ -1,0 +1,46 @@
+#pragma once
+// The client's side of one exchange, as the connection's codec frames it (Http1ServerCodec
+// today; an HTTP/2 stream next). The exchange decides what to answer and when; the codec
+// decides how the bytes look: the response head sluice writes, the body in the client's
+// framing (re-chunked when its length is unknown), sluice's own answers. A denial on HTTP/1.1
+// ends the connection; on a stream it would end only the stream: the exchange does not know.
+
+#include <span>
+#include <string_view>
+
+#include "policy/reason.h"
+#include "proxy/http/response_parser.h"
+
+namespace sluice::proxy::session {
+
+class SecretMask;
+
+class Downstream {
+ public:
+  // "100 Continue" on the exchange's behalf: its body is read before any upstream is asked.
+  virtual void sendContinue() = 0;
+  // A 1xx the upstream sent (never 101), masked with `mask` when it is active.
+  virtual void sendInterimHead(const http::ResponseHead& head, SecretMask& mask) = 0;
+  // The final head, masked whole with `mask` when it is active; a bodiless answer (HEAD, 204,
+  // 304, Content-Length: 0) is complete with it.
+  virtual void sendResponseHead(const http::ResponseHead& head, SecretMask& mask) = 0;
+  // A piece of the body; `completes`: these bytes complete the response.
+  virtual void sendResponseBody(std::span<const char> data, bool completes) = 0;
+  // The response is over (the last chunk, when the codec re-chunked it).
+  virtual void endResponse() = 0;
+  // sluice's own answer for `reason` (status, Sluice-Reason, Proxy-Status, a line of text).
+  virtual void sendDenial(policy::Reason reason, std::string_view detail) = 0;
+  // The response ended before the request's body did: the client's connection is in no known
+  // state (HTTP/1.1 closes it after this exchange; a stream would just end).
+  virtual void requestCutShort() = 0;
+  // The exchange can take the rest of its request (its upstream is ready): feed it what the
+  // client already sent.
+  virtual void resumeRequest() = 0;
+  // The client's write queue is over its high watermark: read nothing that adds to it.
+  virtual bool backedUp() const = 0;
+
+ protected:
+  ~Downstream() = default;
+};
+
+}  // namespace sluice::proxy::session

@@ -1,0 +1,320 @@
+// The exchange from its head to its upstream: the record begun, the decision, the rate token,
+// placeholders of secrets, the held body, and the audit record. Forwarding is
+// exchange_forwarding.cc.
+#include "proxy/session/exchange.h"
+
+#include <spdlog/spdlog.h>
+
+#include "policy/secret_use.h"
+#include "proxy/runtime/gateway_state.h"
+#include "proxy/runtime/generation.h"
+#include "proxy/session/credential_brokering.h"
+#include "proxy/session/denial.h"
+#include "proxy/session/state_change.h"
+
+namespace sluice::proxy::session {
+
+namespace {
+
+std::uint16_t defaultPort(policy::Scheme scheme) {
+  return scheme == policy::Scheme::Https ? 443 : 80;
+}
+
+}  // namespace
+
+Exchange::Exchange(ExchangeHost& host, Downstream& downstream, std::size_t max_header_bytes)
+    : host_(host),
+      downstream_(downstream),
+      relay_(downstream),
+      connector_(host, *this),
+      h1_(host, *this, max_header_bytes) {}
+
+bool Exchange::transition(ExchangeState next) {
+  const int reading = readingClass(state_);
+  if (!changeState(host_.context(), host_.facts().id, kExchangeMachine, state_, next)) {
+    return false;
+  }
+  if (readingClass(next) != reading) {
+    host_.updateReading();
+  }
+  return true;
+}
+
+const policy::Sandbox& Exchange::sandbox() const { return *host_.sandboxView().sandbox; }
+
+const policy::Config& Exchange::config() const { return *host_.generation().config; }
+
+void Exchange::beginRecord(bool hash) {
+  record_.reset(uv_now(host_.context().loop), uv_hrtime(), hash);
+  head_ = nullptr;
+  framing_ = http::BodyFraming::None;
+  matched_rule_ = nullptr;
+  request_end_ = RequestEnd::Pending;
+  origin_ = UpstreamOrigin::Dialled;
+  after_ = UpstreamAfter::Keep;
+  rate_ = RateToken::NotTaken;
+  inject_fields_.clear();
+  transition(ExchangeState::Deciding);
+}
+
+void Exchange::beginRequest(const http::RequestHead& head, bool hash) {
+  beginRecord(hash);
+  head_ = &head;
+  record_.method.assign(head.method);
+  framing_ = head.framing;
+  if (head.host_count >= 1) {
+    record_.host_header.emplace(head.host_count == 1 ? head.host
+                                                     : head.headers.find("host").value_or(""));
+  }
+  record_.origin_target.assign(head.absolute_form ? head.origin_target : head.target);
+}
+
+void Exchange::tunnelOpened() { transition(ExchangeState::Idle); }
+
+void Exchange::refuseWithoutAnswer(policy::Reason reason) {
+  if (reason != policy::Reason::None) {
+    // A refused tunnel is on record like a refused request, and takes a token like one.
+    if (!chargeRequest()) {
+      reason = policy::Reason::RateLimited;
+      record_.rule.clear();
+    }
+    writeRecord(policy::Verdict::Deny, reason, 0);
+    transition(ExchangeState::Denied);
+  } else if (state_ == ExchangeState::Deciding) {
+    transition(ExchangeState::Idle);  // sluice's own failure: no request, no record
+  }
+}
+
+// The facts of the request, for decide(). `addresses` once H is resolved. The head stays valid
+// while the exchange is in flight.
+policy::Decision Exchange::decideRequest(std::span<const policy::IpAddress> addresses,
+                                         bool resolved) {
+  const http::RequestHead& head = *head_;
+  policy::RequestHead request;
+  request.method = head.method;
+  request.target = record_.origin_target;
+  request.host_count = static_cast<int>(head.host_count);
+  request.host = head.host;
+  request.absolute_form = head.absolute_form;
+  request.uri_authority = head.uri_authority;
+  policy::RequestFacts facts;
+  facts.target_host = record_.target_host;
+  facts.port = record_.port;
+  facts.scheme = record_.scheme;
+  const ConnectionFacts& connection = host_.facts();
+  if (connection.route == Route::Tunnel) {
+    facts.sni_state = connection.sni_state;
+    facts.sni = connection.sni;
+  }
+  facts.request = &request;
+  facts.resolved = resolved;
+  facts.addresses = addresses;
+  return policy::decide(sandbox(), facts);
+}
+
+// Every request of the sandbox takes a token, allowed or not (a refused one costs a record):
+// a sandbox over its rate gets 429s, and the others keep their share of the gateway.
+bool Exchange::chargeRequest() {
+  if (rate_ != RateToken::NotTaken) {
+    return true;
+  }
+  rate_ = RateToken::Taken;
+  const SandboxView& view = host_.sandboxView();
+  return view.rate == nullptr || view.rate->take(uv_hrtime());
+}
+
+std::string Exchange::rateLimitDetail() const {
+  return "sandbox '" + sandbox().name + "' is over its limit of " +
+         std::to_string(sandbox().limits.requests_per_second.value_or(0)) + " requests per second";
+}
+
+bool Exchange::overRequestRate() {
+  if (chargeRequest()) {
+    return false;
+  }
+  record_.rule.clear();
+  deny(policy::Reason::RateLimited, rateLimitDetail());
+  return true;
+}
+
+void Exchange::decide() {
+  policy::Decision d = decideRequest({}, false);
+  record_.host.assign(d.host.text());
+  record_.rule = d.rule != nullptr ? d.rule->name : std::string();
+  if (!record_.host.empty()) {
+    record_.url =
+        (record_.scheme == policy::Scheme::Https ? "https://" : "http://") + d.host.authorityText();
+    if (record_.port != defaultPort(record_.scheme)) {
+      record_.url += ':' + std::to_string(record_.port);
+    }
+    record_.url += urlPath(record_.origin_target);
+  }
+  if (overRequestRate()) {
+    return;
+  }
+  if (!d.forwards()) {
+    deny(d.reason, explainDenial(d.reason, sandbox().name,
+                                 record_.host.empty() ? record_.target_host : record_.host,
+                                 record_.method, record_.origin_target));
+    return;
+  }
+  record_.verdict = d.verdict;
+  record_.policy_reason = d.reason;
+  matched_rule_ = d.rule;
+  if (refuseSecretMisuse()) {
+    return;  // before any DNS query or connection for it
+  }
+  held_body_.clear();
+  if (!config().secrets.empty() && framing_ != http::BodyFraming::None) {
+    // A placeholder may also be in the body (docs/wire.md#credential-brokering): its first
+    // 64 KiB is read and looked at before anything is forwarded or even resolved. A client
+    // waiting for 100-continue gets it from sluice, or it would wait for an upstream that is
+    // not asked yet.
+    transition(ExchangeState::HoldingBody);
+    if (head_->expect_continue) {
+      downstream_.sendContinue();
+    }
+    return;  // the codec reads the body on, then finishHolding()
+  }
+  acquireUpstream(d);
+}
+
+bool Exchange::holdingDone() const {
+  return state_ == ExchangeState::HoldingBody &&
+         (request_end_ == RequestEnd::Read || held_body_.size() >= kBodyScanBytes);
+}
+
+void Exchange::finishHolding() {
+  std::string_view scanned(held_body_);
+  scanned = scanned.substr(0, kBodyScanBytes);
+  const policy::Rule* rule = matched_rule_;
+  if (const policy::Secret* misused = policy::misusedSecret(config().secrets, rule, scanned)) {
+    deny(policy::Reason::SecretMisuse,
+         "the request body carries the placeholder of secret '" + misused->name + "', which " +
+             (rule != nullptr ? "rule '" + rule->name + "' does not inject"
+                              : std::string("no rule injects here")));
+    return;
+  }
+  acquireUpstream(decideRequest({}, false));
+}
+
+// A placeholder in any header value or in the target, of a secret the allowing rule does not
+// inject, is `secret_misuse`: denied before anything is forwarded, and on record.
+bool Exchange::refuseSecretMisuse() {
+  const auto& secrets = config().secrets;
+  if (secrets.empty()) {
+    return false;
+  }
+  const policy::Rule* rule = matched_rule_;
+  const policy::Secret* misused = misusedInHead(secrets, rule, *head_);
+  if (misused == nullptr) {
+    return false;
+  }
+  deny(policy::Reason::SecretMisuse,
+       "the request carries the placeholder of secret '" + misused->name + "', which " +
+           (rule != nullptr ? "rule '" + rule->name + "' does not inject"
+                            : std::string("no rule injects here")));
+  return true;
+}
+
+bool Exchange::holdsMore() const {
+  return state_ == ExchangeState::HoldingBody && request_end_ == RequestEnd::Pending &&
+         held_body_.size() < kBodyScanBytes;
+}
+
+void Exchange::deny(policy::Reason reason, std::string_view detail) {
+  // A request refused before it took its token (a bad head, a refused CONNECT) takes one now:
+  // beyond the sandbox's rate every request is a 429, whatever else was wrong with it.
+  std::string over_rate;
+  if (!chargeRequest()) {
+    reason = policy::Reason::RateLimited;
+    over_rate = rateLimitDetail();
+    detail = over_rate;
+    record_.rule.clear();
+  }
+  const policy::ReasonInfo& info = policy::reasonInfo(reason);
+  SPDLOG_DEBUG("[C{}] deny {}: {}", host_.facts().id, info.token, detail);
+  const bool head_sent = responseBegun();
+  if (!head_sent) {
+    // Writing the answer may fail and close the connection, whose close records the exchange
+    // cut short: as the refusal it was.
+    record_.verdict = policy::Verdict::Deny;
+    record_.refusal = reason;
+    downstream_.sendDenial(reason, detail);
+  }
+  if (host_.closing()) {
+    return;
+  }
+  writeRecord(policy::Verdict::Deny, reason, head_sent ? record_.status : info.http_status);
+  transition(ExchangeState::Denied);
+  connector_.cancel();
+  h1_.release(false, after_ == UpstreamAfter::Keep);
+  host_.onExchangeOver(ExchangeState::Denied);
+}
+
+void Exchange::onClientClosed() {
+  if (state_ == ExchangeState::HoldingBody && request_end_ == RequestEnd::Pending) {
+    deny(policy::Reason::BadRequest, "client closed mid-request");
+    return;
+  }
+  if (readingRequestBody(state_)) {
+    // The body will never complete: the upstream cannot get a valid request.
+    upstreamFailed(policy::Reason::BadRequest, "client closed mid-request");
+  }
+}
+
+void Exchange::abandon() {
+  if (!inFlight()) {
+    return;
+  }
+  // Cut short (the client reset, shutdown_grace ran out): the request still gets its record,
+  // with what was sent so far.
+  writeRecord(record_.verdict, record_.outcomeReason(), responseBegun() ? record_.status : 0);
+  transition(ExchangeState::Failed);
+}
+
+bool Exchange::onTimeout(bool connector_deadline_over) {
+  if (connector_.state() == ConnectorState::Connecting && connector_deadline_over) {
+    connector_.onConnectTimeout();
+    return true;
+  }
+  if (state_ != ExchangeState::AwaitingUpstream && !forwarding(state_) &&
+      state_ != ExchangeState::FinishingRequest) {
+    return false;
+  }
+  if (!responseBegun()) {
+    connector_.expire();
+    upstreamFailed(policy::Reason::UpstreamTimeout, "no answer in time");
+  } else {
+    host_.close("idle during the response");
+  }
+  return true;
+}
+
+void Exchange::releaseUpstream() {
+  connector_.cancel();
+  h1_.release(false, after_ == UpstreamAfter::Keep);
+}
+
+void Exchange::dropUpstream() {
+  connector_.cancel();
+  h1_.drop();
+}
+
+void Exchange::updateUpstreamReading(bool client_backed_up) {
+  connector_.updateReading();
+  h1_.setReading(forwarding(state_) && !client_backed_up);
+}
+
+void Exchange::releaseBuffers() { h1_.releaseBuffers(); }
+
+void Exchange::writeRecord(policy::Verdict verdict, policy::Reason reason, int status) {
+  if (host_.sandboxView().audit == nullptr) {
+    return;
+  }
+  writeAuditRecord(record_, host_.facts(), host_.sandboxView(), host_.runtime(),
+                   uv_now(host_.context().loop), verdict, reason, status);
+  host_.noteAudited();
+}
+
+}  // namespace sluice::proxy::session

@@ -1,0 +1,62 @@
+#pragma once
+// What a client connection is bound to: its sandbox, in the generation its current request is
+// judged by, and its place in the open-connection counts.
+//
+// A connection is made with the generation in force when it was accepted, and takes up the one
+// in force when each request (or tunnel) begins, never in the middle of one. The sandbox's
+// long-lived part (SandboxRuntime: CA, counters) stays the same across the generations; a reload
+// that removed the sandbox, or gave it another CA (its clients trust the old one), leaves
+// nothing to take up, and the connection drains (docs/cli.md#reloads).
+//
+// The binding counts the connection as open, process-wide and for its sandbox, for its whole
+// life: the count taken when it was made is what the connection limits are judged on.
+#include <cstdint>
+#include <memory>
+
+#include "proxy/runtime/gateway_state.h"
+#include "proxy/runtime/generation.h"
+
+namespace sluice::proxy::session {
+
+class SandboxBinding {
+ public:
+  // How many connections were open, this one counted, when it was made: process-wide and for
+  // its sandbox. Taken by the same atomic add that counted it, so that of connections made
+  // at once by several workers exactly those past a limit see themselves over it.
+  struct OpenCount {
+    std::uint64_t gateway = 0;
+    std::int64_t sandbox = 0;
+  };
+
+  // `sandbox` is one of `generation`'s.
+  SandboxBinding(GatewayState& state, std::shared_ptr<const Generation> generation,
+                 const SandboxView& sandbox);
+  ~SandboxBinding();
+  SandboxBinding(const SandboxBinding&) = delete;
+  SandboxBinding& operator=(const SandboxBinding&) = delete;
+
+  // Takes up `current` if it is another generation. False when `current` no longer has this
+  // sandbox, or has it with another runtime (another CA): the binding stays as it was.
+  bool takeUp(const std::shared_ptr<const Generation>& current);
+
+  OpenCount openedAs() const { return opened_as_; }
+  const Generation& generation() const { return *generation_; }
+  const SandboxView& view() const { return *view_; }
+  const policy::Sandbox& sandbox() const { return *view_->sandbox; }
+  const policy::Config& config() const { return *generation_->config; }
+  SandboxRuntime& runtime() const { return *runtime_; }
+  // False while the sandbox's audit file cannot be written
+  // (docs/audit.md#when-the-audit-file-cannot-be-written).
+  bool auditAvailable() const { return view_->audit == nullptr || view_->audit->available(); }
+  // Hands the sandbox's buffered audit records to the OS.
+  void flushAudit() const;
+
+ private:
+  GatewayState& state_;
+  std::shared_ptr<const Generation> generation_;
+  const SandboxView* view_;
+  std::shared_ptr<SandboxRuntime> runtime_;
+  OpenCount opened_as_;
+};
+
+}  // namespace sluice::proxy::session

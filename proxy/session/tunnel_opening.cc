@@ -1,0 +1,247 @@
+#include "proxy/session/tunnel_opening.h"
+
+#include <spdlog/spdlog.h>
+
+#include "policy/authority.h"
+#include "proxy/runtime/gateway_state.h"
+#include "proxy/runtime/generation.h"
+#include "proxy/session/denial.h"
+#include "proxy/tls/client_hello.h"
+
+namespace sluice::proxy::session {
+
+namespace {
+
+using tls::kAlertDecodeError;
+using tls::kAlertHandshakeFailure;
+using tls::kAlertInternalError;
+using tls::kAlertUnrecognizedName;
+
+}  // namespace
+
+TunnelOpening::TunnelOpening(OpeningHost& host, WorkerContext& context, ConnectionFacts& facts,
+                             Exchange& exchange, ClientTransport& transport,
+                             Http1ServerCodec& codec)
+    : host_(host),
+      ctx_(context),
+      facts_(facts),
+      exchange_(exchange),
+      transport_(transport),
+      codec_(codec) {}
+
+void TunnelOpening::onConnect(const http::RequestHead& head) {
+  exchange_.beginRecord(false);
+  RequestRecord& record = exchange_.record();
+  record.method = "CONNECT";
+  record.url.assign("https://").append(head.connect_authority);
+  record.scheme = policy::Scheme::Https;
+  if (head.host_count == 1) {
+    record.host_header.emplace(head.host);
+  }
+  if (host_.state() != ConnectionState::ReadingProxyHead) {
+    exchange_.deny(policy::Reason::BadRequest, facts_.mode == audit::Mode::Transparent
+                                                   ? "CONNECT on a redirected connection"
+                                                   : "CONNECT inside a tunnel");
+    return;
+  }
+  facts_.authority.assign(head.connect_authority);
+  auto authority = policy::parseAuthority(facts_.authority, policy::PortRule::Required);
+  if (!authority) {
+    exchange_.deny(policy::Reason::BadRequest, policy::toString(authority.error()));
+    return;
+  }
+  facts_.host.assign(authority->host);
+  facts_.port = *authority->port;
+  record.target_host = facts_.host;
+  record.port = facts_.port;
+
+  policy::RequestFacts facts;
+  facts.target_host = facts_.host;
+  facts.port = facts_.port;
+  facts.scheme = policy::Scheme::Https;
+  policy::Decision d = policy::decide(host_.sandbox(), facts);
+  record.host.assign(d.host.text());
+  record.rule = d.rule != nullptr ? d.rule->name : std::string();
+  if (!d.forwards()) {
+    // A refused CONNECT is a request that ends here, with a record: deny() takes a token for
+    // it like for any request (an allowed one does not; the requests inside the tunnel will).
+    exchange_.deny(d.reason, explainDenial(d.reason, host_.sandbox().name,
+                                           record.host.empty() ? facts_.host : record.host,
+                                           "CONNECT", facts_.authority));
+    return;
+  }
+  record.policy_reason = d.reason;
+  exchange_.tunnelOpened();  // the tunnel is not a request; each request inside it will be
+  // The tunnel is open; what follows must be a ClientHello naming H.
+  facts_.mode = audit::Mode::Connect;
+  hello_.assign(codec_.unparsed());
+  codec_.dropUnparsed();
+  host_.flushCorked();
+  transport_.writeRaw("HTTP/1.1 200 Connection established\r\n\r\n");
+  host_.transition(ConnectionState::ReadingClientHello);
+  if (!hello_.empty()) {
+    processClientHello();
+  }
+}
+
+// Transparent: the first byte tells TLS (a handshake record, 0x16) from anything else, which is
+// read as HTTP/1.1 with H from its Host (docs/wire.md#transparent-mode).
+void TunnelOpening::onFirstBytes(std::span<const char> data) {
+  if (static_cast<unsigned char>(data.front()) == 0x16) {
+    host_.transition(ConnectionState::ReadingClientHello);
+    onHelloBytes(data);
+    return;
+  }
+  facts_.route = Route::Plain;
+  host_.transition(ConnectionState::Serving);
+  codec_.feed(data);
+  codec_.process();
+}
+
+void TunnelOpening::onHelloBytes(std::span<const char> data) {
+  hello_.append(data.data(), data.size());
+  processClientHello();
+}
+
+void TunnelOpening::processClientHello() {
+  auto bytes = std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(hello_.data()),
+                                             hello_.size());
+  tls::HelloResult hello = tls::parseClientHello(bytes);
+  switch (hello.status) {
+    case tls::HelloStatus::NeedMore:
+      return;
+    case tls::HelloStatus::NotTls:
+      refuse(policy::Reason::NotTls, 0, "the tunnel did not start with a ClientHello");
+      return;
+    case tls::HelloStatus::Malformed:
+      refuse(policy::Reason::NotTls, kAlertDecodeError, "malformed ClientHello");
+      return;
+    case tls::HelloStatus::TooLarge:
+      refuse(policy::Reason::HeaderTooLarge, kAlertHandshakeFailure, "ClientHello over 64 KiB");
+      return;
+    case tls::HelloStatus::Done:
+      break;
+  }
+  const bool transparent = facts_.mode == audit::Mode::Transparent;
+  // A redirected connection's ClientHello is where its tunnel starts: judged by the
+  // configuration in force now. After a CONNECT, the tunnel started with the CONNECT and is
+  // finished under that one (a reload in between meets its first request, with a 403 over TLS).
+  if (transparent && !host_.takeUpCurrentGeneration()) {
+    return;
+  }
+  if (transparent) {
+    // Transparent TLS: H is the SNI, the port is the one the sandbox dialled.
+    facts_.port = facts_.orig_dst ? facts_.orig_dst->port : 443;
+    facts_.host.assign(hello.info.sni_state == tls::SniState::Present ? hello.info.sni()
+                                                                      : std::string_view{});
+    facts_.authority = facts_.host + ":" + std::to_string(facts_.port);
+    // A record is written only if the connection is refused here: the tunnel is no request.
+    exchange_.beginRecord(false);
+    exchange_.record().url = "https://" + facts_.authority;
+    exchange_.record().scheme = policy::Scheme::Https;
+    if (hello.info.sni_state == tls::SniState::Absent) {
+      refuse(policy::Reason::SniMissing, kAlertUnrecognizedName, "no SNI");
+      return;
+    }
+    if (hello.info.sni_state == tls::SniState::Malformed) {
+      refuse(policy::Reason::BadHost, kAlertUnrecognizedName, "malformed SNI");
+      return;
+    }
+  }
+  policy::RequestFacts facts;
+  facts.target_host = facts_.host;
+  facts.port = facts_.port;
+  facts.scheme = policy::Scheme::Https;
+  switch (hello.info.sni_state) {
+    case tls::SniState::Absent:
+      facts.sni_state = policy::SniState::Absent;
+      break;
+    case tls::SniState::Present:
+      facts.sni_state = policy::SniState::Present;
+      facts_.sni.assign(hello.info.sni());
+      facts.sni = facts_.sni;
+      break;
+    case tls::SniState::Malformed:
+      // Two names, another name type, an empty or over-long name: not one name equal to H.
+      facts.sni_state = policy::SniState::Present;
+      facts_.sni.clear();
+      facts.sni = facts_.sni;
+      break;
+  }
+  facts_.sni_state = facts.sni_state;
+  // A redirected connection's tunnel is a new request; after a CONNECT, the CONNECT was.
+  if (transparent && host_.refuseIfAuditUnavailable()) {
+    return;
+  }
+  policy::Decision d = policy::decide(host_.sandbox(), facts);
+  exchange_.record().rule = d.rule != nullptr ? d.rule->name : std::string();
+  if (!d.forwards()) {
+    refuse(d.reason, kAlertUnrecognizedName, facts_.sni);
+    return;
+  }
+
+  // Mint (or take from the cache) a leaf for H only now, after the decision: a name the policy
+  // refuses never costs a signature.
+  auto leaf = host_.runtime().leaves->get(d.host.text());
+  if (!leaf) {
+    spdlog::error("[C{}] cannot mint a certificate for {}: {}", facts_.id, d.host.text(),
+                  leaf.error());
+    refuse(policy::Reason::None, kAlertInternalError, "");
+    return;
+  }
+  auto session =
+      tls::TlsSession::server(ctx_.state->sandbox_tls.get(), leaf.value()->certificate.get(),
+                              host_.runtime().leaves->key());
+  if (!session) {
+    spdlog::error("[C{}] TLS setup failed: {}", facts_.id, session.error());
+    refuse(policy::Reason::None, kAlertInternalError, "");
+    return;
+  }
+  transport_.startTls(std::move(session).value());
+  facts_.route = Route::Tunnel;
+  transport_.tls().feed(std::span<const char>(hello_.data(), hello_.size()));
+  hello_.clear();
+  hello_.shrink_to_fit();
+  if (exchange_.state() == ExchangeState::Deciding) {
+    exchange_.tunnelOpened();  // a redirected connection's tunnel: not a request
+  }
+  host_.transition(ConnectionState::TlsHandshake);
+  host_.onHandshakeBytes();
+}
+
+bool TunnelOpening::handshake() {
+  tls::HandshakeStatus status = transport_.tls().handshake();
+  transport_.send({});
+  if (host_.closing() || status == tls::HandshakeStatus::WantIo) {
+    return false;
+  }
+  if (status == tls::HandshakeStatus::Failed) {
+    SPDLOG_DEBUG("[C{}] sandbox TLS handshake failed: {}", facts_.id,
+                 transport_.tls().failure().detail);
+    host_.finishConnection();
+    return false;
+  }
+  // Whatever read the SNI for the decision, the name OpenSSL negotiated must be the same
+  // (docs/wire.md#tls-toward-the-sandbox): two parsers that disagree are a bypass.
+  if (transport_.tls().servername() != facts_.sni) {
+    refuse(policy::Reason::SniMismatch, 0, "OpenSSL negotiated another name");
+    return false;
+  }
+  host_.onTunnelOpen();
+  return true;
+}
+
+void TunnelOpening::refuse(policy::Reason reason, std::uint8_t alert, std::string_view detail) {
+  host_.flushCorked();
+  SPDLOG_DEBUG("[C{}] refuse tunnel {}: {}", facts_.id, policy::toString(reason), detail);
+  if (alert != 0) {
+    auto record = tls::alertRecord(alert);
+    transport_.writeRaw(
+        std::string_view(reinterpret_cast<const char*>(record.data()), record.size()));
+  }
+  exchange_.refuseWithoutAnswer(reason);  // on record like a refused request (None: sluice's)
+  transport_.dropTls();                   // nothing polite to say over a TLS session that never was
+  host_.finishConnection();
+}
+
+}  // namespace sluice::proxy::session

@@ -1,0 +1,65 @@
+#pragma once
+// The upstream side of one exchange: where its request goes and its response comes from
+// (Http1Upstream: one HTTP/1.1 connection at a time; an HTTP/2 stream next). The channel frames
+// and parses; the exchange (UpstreamEvents) decides what to do with what comes back.
+
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "policy/reason.h"
+#include "proxy/http/head_writer.h"
+#include "proxy/http/request_parser.h"
+#include "proxy/http/response_parser.h"
+#include "proxy/session/upstream_pool.h"
+
+namespace sluice::proxy::session {
+
+// What the channel reports, each from inside a corked callback.
+class UpstreamEvents {
+ public:
+  // A 1xx other than 101: the final response follows.
+  virtual void onInterimHead(const http::ResponseHead& head) = 0;
+  virtual void onResponseHead(const http::ResponseHead& head) = 0;
+  virtual void onResponseBody(std::span<const char> data) = 0;
+  // The response is complete; `more`: the upstream sent bytes after it (it is not reused).
+  virtual void onResponseComplete(bool more) = 0;
+  // The upstream's close (FIN or close_notify) ended a body that runs until it.
+  virtual void onResponseEndedByClose() = 0;
+  virtual void onUpstreamFailed(policy::Reason reason, std::string_view detail) = 0;
+
+ protected:
+  ~UpstreamEvents() = default;
+};
+
+class UpstreamChannel {
+ public:
+  // The connection this exchange's request goes on, from the connector; the response to
+  // `method` is expected on it.
+  virtual void attach(std::unique_ptr<UpstreamConnection> connection, std::string_view method) = 0;
+  virtual bool attached() const = 0;
+  // The head sluice writes: `head`'s fields less what is dropped, `target` in origin form,
+  // Host `host`, and `inject` in place of the sandbox's fields of the same names.
+  virtual void sendHead(const http::RequestHead& head, std::string_view target,
+                        std::string_view host, std::span<const http::HeaderField> inject) = 0;
+  // Body bytes (decoded), in the framing the request is forwarded with; then its end.
+  virtual void sendBody(std::span<const char> data) = 0;
+  virtual void sendEnd() = 0;
+  // Writes what corked sends gathered.
+  virtual void flushCorked() = 0;
+  // The upstream's write queue is over its high watermark.
+  virtual bool backedUp() const = 0;
+  // Whether the response is read (false while the client is backed up).
+  virtual void setReading(bool reading) = 0;
+  // The exchange is over: the connection is kept for this client (parked) when `reusable`,
+  // else closed. `clean`: it did nothing out of turn, so its TLS session may be kept for the
+  // next connection to the same key.
+  virtual void release(bool reusable, bool clean) = 0;
+  // Closed at once, nothing flushed.
+  virtual void drop() = 0;
+
+ protected:
+  ~UpstreamChannel() = default;
+};
+
+}  // namespace sluice::proxy::session

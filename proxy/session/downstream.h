@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "policy/reason.h"
+#include "proxy/audit/audit_record.h"
 #include "proxy/http/response_parser.h"
 
 namespace sluice::proxy::session {
@@ -38,6 +39,8 @@ class Downstream {
   virtual void resumeRequest() = 0;
   // The client's write queue is over its high watermark: read nothing that adds to it.
   virtual bool backedUp() const = 0;
+  // The HTTP the client speaks here: the record's `proto`.
+  virtual audit::Proto protocol() const = 0;
 
  protected:
   ~Downstream() = default;

@@ -54,6 +54,9 @@ void Exchange::beginRecord(bool hash) {
   after_ = UpstreamAfter::Keep;
   rate_ = RateToken::NotTaken;
   inject_fields_.clear();
+  // The codec that reads the heads and answers: a refusal of the connection's own on a
+  // redirected TLS connection (no HTTP yet) says otherwise.
+  record_.proto = downstream_.protocol();
   transition(ExchangeState::Deciding);
 }
 
@@ -67,6 +70,7 @@ void Exchange::beginRequest(const http::RequestHead& head, bool hash) {
                                                      : head.headers.find("host").value_or(""));
   }
   record_.origin_target.assign(head.absolute_form ? head.origin_target : head.target);
+  record_.websocket = head.websocket_upgrade;
 }
 
 void Exchange::tunnelOpened() { transition(ExchangeState::Idle); }
@@ -97,6 +101,7 @@ policy::Decision Exchange::decideRequest(std::span<const policy::IpAddress> addr
   request.host = head.host;
   request.absolute_form = head.absolute_form;
   request.uri_authority = head.uri_authority;
+  request.websocket = head.websocket_upgrade;
   policy::RequestFacts facts;
   facts.target_host = record_.target_host;
   facts.port = record_.port;

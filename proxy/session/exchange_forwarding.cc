@@ -57,6 +57,7 @@ void Exchange::onUpstreamReady(std::unique_ptr<UpstreamConnection> connection,
     matched_rule_ = *rule;
   }
   h1_.attach(std::move(connection), record_.method);
+  record_.upstream_proto = h1_.protocol();
   startForwarding();
 }
 

@@ -86,6 +86,7 @@ class Http1ServerCodec final : public Downstream, private http::RequestBodySink 
   void requestCutShort() override;
   void resumeRequest() override { process(); }
   bool backedUp() const override { return host_.clientBackedUp(); }
+  audit::Proto protocol() const override { return audit::Proto::Http1; }
 
  private:
   void onRequestBody(std::span<const char> data) override;

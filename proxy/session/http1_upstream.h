@@ -36,6 +36,7 @@ class Http1Upstream final : public UpstreamChannel,
   // --- UpstreamChannel
   void attach(std::unique_ptr<UpstreamConnection> connection, std::string_view method) override;
   bool attached() const override { return connection_ != nullptr; }
+  audit::Proto protocol() const override { return audit::Proto::Http1; }
   void sendHead(const http::RequestHead& head, std::string_view target, std::string_view host,
                 std::span<const http::HeaderField> inject) override;
   void sendBody(std::span<const char> data) override;

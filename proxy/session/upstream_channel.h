@@ -49,6 +49,8 @@ class UpstreamChannel {
   virtual void flushCorked() = 0;
   // The upstream's write queue is over its high watermark.
   virtual bool backedUp() const = 0;
+  // The HTTP spoken to the origin: the record's `upstream_proto`.
+  virtual audit::Proto protocol() const = 0;
   // Whether the response is read (false while the client is backed up).
   virtual void setReading(bool reading) = 0;
   // The exchange is over: the connection is kept for this client (parked) when `reusable`,

@@ -50,6 +50,7 @@ void Exchange::beginRecord(bool hash) {
   framing_ = http::BodyFraming::None;
   matched_rule_ = nullptr;
   request_end_ = RequestEnd::Pending;
+  upgrade_ = http::Upgrade::None;
   origin_ = UpstreamOrigin::Dialled;
   after_ = UpstreamAfter::Keep;
   rate_ = RateToken::NotTaken;
@@ -163,6 +164,15 @@ void Exchange::decide() {
                                  record_.method, record_.origin_target));
     return;
   }
+  if (head_->websocket_upgrade) {
+    if (framing_ != http::BodyFraming::None) {
+      // RFC 6455 section 4.1: the opening handshake is a GET without a body; a body here would
+      // leave the origin and sluice to disagree on where the WebSocket's bytes begin.
+      deny(policy::Reason::BadRequest, "a WebSocket upgrade request carries a body");
+      return;
+    }
+    upgrade_ = http::Upgrade::WebSocket;
+  }
   record_.verdict = d.verdict;
   record_.policy_reason = d.reason;
   matched_rule_ = d.rule;
@@ -258,6 +268,11 @@ void Exchange::deny(policy::Reason reason, std::string_view detail) {
 }
 
 void Exchange::onClientClosed() {
+  if (state_ == ExchangeState::Tunneling) {
+    // The client ended its side of the WebSocket: the session is over (docs/wire.md#websocket).
+    finish();
+    return;
+  }
   if (state_ == ExchangeState::HoldingBody && request_end_ == RequestEnd::Pending) {
     deny(policy::Reason::BadRequest, "client closed mid-request");
     return;

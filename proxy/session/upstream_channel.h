@@ -35,8 +35,11 @@ class UpstreamEvents {
 class UpstreamChannel {
  public:
   // The connection this exchange's request goes on, from the connector; the response to
-  // `method` is expected on it.
-  virtual void attach(std::unique_ptr<UpstreamConnection> connection, std::string_view method) = 0;
+  // `method` is expected on it. `upgrade` WebSocket: a rule allowed the upgrade the request
+  // asked for; the head asks the origin for it, and a 101 to it turns the channel into a
+  // relay (the response's "body" is then the origin's WebSocket bytes, ended by its close).
+  virtual void attach(std::unique_ptr<UpstreamConnection> connection, std::string_view method,
+                      http::Upgrade upgrade) = 0;
   virtual bool attached() const = 0;
   // The head sluice writes: `head`'s fields less what is dropped, `target` in origin form,
   // Host `host`, and `inject` in place of the sandbox's fields of the same names.

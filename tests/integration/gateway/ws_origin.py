@@ -50,6 +50,12 @@ class WsOrigin:
         return None
 
     async def _handle(self, ws, path):
+        try:
+            await self._serve(ws, path)
+        except websockets.WebSocketException:
+            pass  # a client that broke the protocol (a test's raw bytes): the session is over
+
+    async def _serve(self, ws, path):
         if path.startswith("/feed/echo"):
             async for message in ws:
                 await ws.send("echo:" + message)

@@ -269,8 +269,10 @@ void Exchange::deny(policy::Reason reason, std::string_view detail) {
 
 void Exchange::onClientClosed() {
   if (state_ == ExchangeState::Tunneling) {
-    // The client ended its side of the WebSocket: the session is over (docs/wire.md#websocket).
-    finish();
+    // The client ended its side of the WebSocket: so does sluice toward the origin, after what
+    // it still had for it, and what the origin sends until it closes still reaches the client
+    // (docs/wire.md#websocket). idle_timeout bounds an origin that never closes.
+    h1_.endWriting();
     return;
   }
   if (state_ == ExchangeState::HoldingBody && request_end_ == RequestEnd::Pending) {

@@ -26,7 +26,7 @@ enum class ExchangeState : std::uint8_t {
   FinishingRequest,        // the upstream's close ended the response; the request body is
                            // read to its end and dropped
   Tunneling,               // the origin switched to the WebSocket a rule allowed (101): bytes
-                           // are relayed both ways until either side closes
+                           // are relayed both ways until the origin closes
   Complete,                // both complete: record written
   Denied,                  // sluice's own answer (or the reason it ended early): record written
   Failed,                  // cut short after its answer began, or the connection closed under
@@ -94,7 +94,7 @@ inline constexpr TransitionTable kExchangeMachine{
          "the upstream failed mid-response, idle_timeout, the connection closed"},
         {ExchangeState::FinishingRequest, ExchangeState::Complete, "the request's end"},
         {ExchangeState::Tunneling, ExchangeState::Complete,
-         "either side closed: the session's record"},
+         "the origin closed (the client's close is passed on to it): the record"},
         {ExchangeState::Tunneling, ExchangeState::Failed,
          "idle_timeout, an upstream error, the connection closed"},
         {ExchangeState::FinishingRequest, ExchangeState::Denied, "a bad request body"},

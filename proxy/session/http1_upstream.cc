@@ -66,6 +66,18 @@ void Http1Upstream::sendEnd() {
   }
 }
 
+void Http1Upstream::endWriting() {
+  flushCorked();
+  if (!connection_) {
+    return;  // the write failed and the upstream is gone
+  }
+  if (connection_->tls) {
+    connection_->tls->shutdown();
+    flushTls();
+  }
+  connection_->stream.shutdownWrite();  // once what is queued has been written
+}
+
 void Http1Upstream::send(std::string_view bytes) {
   if (!connection_) {
     return;

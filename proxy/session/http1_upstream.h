@@ -42,6 +42,7 @@ class Http1Upstream final : public UpstreamChannel,
                 std::span<const http::HeaderField> inject) override;
   void sendBody(std::span<const char> data) override;
   void sendEnd() override;
+  void endWriting() override;
   void flushCorked() override;
   bool backedUp() const override { return connection_ && connection_->stream.backedUp(); }
   void setReading(bool reading) override;

@@ -48,6 +48,9 @@ class UpstreamChannel {
   // Body bytes (decoded), in the framing the request is forwarded with; then its end.
   virtual void sendBody(std::span<const char> data) = 0;
   virtual void sendEnd() = 0;
+  // The client ended its side of a WebSocket: what is queued for the origin goes, then the
+  // origin gets the end of the stream (close_notify, FIN); its side is read on until it closes.
+  virtual void endWriting() = 0;
   // Writes what corked sends gathered.
   virtual void flushCorked() = 0;
   // The upstream's write queue is over its high watermark.

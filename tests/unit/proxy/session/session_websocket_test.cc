@@ -95,18 +95,26 @@ TEST_F(SessionWebSocketTest, RelaysBothWaysUntilTheOriginCloses) {
                                               {"resp_bytes", "14"}}));
 }
 
-TEST_F(SessionWebSocketTest, TheClientsCloseEndsTheSession) {
+// The client's FIN (with its last bytes in the same breath) is passed on after those bytes;
+// what the origin still sends reaches the client; the origin's close then ends the session.
+TEST_F(SessionWebSocketTest, TheClientsCloseIsPassedOnAndTheOriginsLastWordsStillArrive) {
   configure();
   LoopPeer& client = bed_.connectClient();
   EdgeWatch ended("exchange", "Tunneling", "Complete");
   ASSERT_TRUE(openSession(client, "", "hi"));
+  client.write("close-frame");
   client.shutdownWrite();
+  ASSERT_TRUE(bed_.runUntil([&] { return upstream().end() == LoopPeer::End::Eof; }))
+      << "the client's end was not passed on";
+  EXPECT_TRUE(upstream().received().ends_with("\r\n\r\nclose-frame")) << upstream().received();
+  EXPECT_FALSE(ended.seen()) << "the session ended before the origin did";
+  upstream().write("close-ack");
+  ASSERT_TRUE(bed_.runUntil([&] { return client.received().ends_with("hiclose-ack"); }));
+  upstream().shutdownWrite();
   ASSERT_TRUE(bed_.allSessionsFinished());
   EXPECT_TRUE(ended.seen()) << ended.name();
-  ASSERT_TRUE(bed_.runUntil([&] { return upstream().end() != LoopPeer::End::Open; }))
-      << "the origin's side of the WebSocket was left open";
-  ASSERT_TRUE(
-      isOneRecord(bed_.auditLines(), {{"status", "101"}, {"req_bytes", "0"}, {"resp_bytes", "2"}}));
+  ASSERT_TRUE(isOneRecord(bed_.auditLines(),
+                          {{"status", "101"}, {"req_bytes", "11"}, {"resp_bytes", "11"}}));
 }
 
 TEST_F(SessionWebSocketTest, AnIdleSessionEndsAtIdleTimeout) {

@@ -31,8 +31,14 @@ Exchange::Exchange(ExchangeHost& host, Downstream& downstream, std::size_t max_h
 
 bool Exchange::transition(ExchangeState next) {
   const int reading = readingClass(state_);
+  const bool was_tunneling = state_ == ExchangeState::Tunneling;
   if (!changeState(host_.context(), host_.facts().id, kExchangeMachine, state_, next)) {
     return false;
+  }
+  if (was_tunneling != (next == ExchangeState::Tunneling)) {
+    // The WebSocket sessions gauge follows the one state that is a session.
+    host_.runtime().metrics.websocket_sessions_active.fetch_add(was_tunneling ? -1 : 1,
+                                                                std::memory_order_relaxed);
   }
   if (readingClass(next) != reading) {
     host_.updateReading();

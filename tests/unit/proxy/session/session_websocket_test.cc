@@ -33,6 +33,12 @@ class SessionWebSocketTest : public ::testing::Test {
   }
   std::string origin() { return "origin.test:" + std::to_string(bed_.origin().port()); }
   LoopPeer& upstream() { return bed_.origin().connection(0); }
+  std::int64_t sessionsActive() {
+    return bed_.context()
+        .currentGeneration()
+        ->find(kSandbox)
+        ->runtime->metrics.websocket_sessions_active.load();
+  }
 
   // The upgrade (and `early`, sent in the same write) until the origin has the head; then its
   // 101 and `first` until the client has them: the exchange is Tunneling.
@@ -56,8 +62,10 @@ TEST_F(SessionWebSocketTest, RelaysBothWaysUntilTheOriginCloses) {
   LoopPeer& client = bed_.connectClient();
   EdgeWatch opened("exchange", "AwaitingResponse", "Tunneling");
   EdgeWatch ended("exchange", "Tunneling", "Complete");
+  EXPECT_EQ(sessionsActive(), 0);
   ASSERT_TRUE(openSession(client, "early", "from-origin")) << client.received();
   EXPECT_TRUE(opened.seen()) << opened.name();
+  EXPECT_EQ(sessionsActive(), 1);
 
   // The head sluice wrote asks for the upgrade itself; what the client sent before the 101 was
   // held, not parsed, and went to the origin only once it had switched.
@@ -84,6 +92,7 @@ TEST_F(SessionWebSocketTest, RelaysBothWaysUntilTheOriginCloses) {
   upstream().shutdownWrite();
   ASSERT_TRUE(bed_.allSessionsFinished());
   EXPECT_TRUE(ended.seen()) << ended.name();
+  EXPECT_EQ(sessionsActive(), 0);
   EXPECT_NE(client.end(), LoopPeer::End::Open);
   ASSERT_TRUE(isOneRecord(bed_.auditLines(), {{"decision", "allow"},
                                               {"rule", "live"},
@@ -124,6 +133,7 @@ TEST_F(SessionWebSocketTest, AnIdleSessionEndsAtIdleTimeout) {
   ASSERT_TRUE(openSession(client, "", "hi"));
   ASSERT_TRUE(bed_.allSessionsFinished(3s));
   EXPECT_TRUE(cut.seen()) << cut.name();
+  EXPECT_EQ(sessionsActive(), 0);
   EXPECT_NE(client.end(), LoopPeer::End::Open);
   ASSERT_TRUE(isOneRecord(bed_.auditLines(), {{"status", "101"}, {"upgrade", "websocket"}}));
 }

@@ -36,6 +36,9 @@ struct Rule {
   std::vector<std::string> paths;       // empty: any; segment-wise prefixes (request_path.h)
   std::vector<Cidr> ips;                // empty: only globally reachable addresses
   std::vector<SecretInjection> inject;
+  // WebSocket upgrades may go to these hosts (docs/wire.md#websocket); without it a request that
+  // asks for one is denied upgrade_not_allowed, whatever else the rule allows.
+  bool websocket = false;
 
   bool allowsScheme(Scheme s) const { return (schemes & static_cast<std::uint8_t>(s)) != 0; }
   bool allowsPort(Scheme s, std::uint16_t port) const;

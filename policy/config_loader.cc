@@ -165,9 +165,30 @@ using loader::LoadState;
 constexpr std::string_view kEmptyServers =
     "an empty list has no servers; remove the key to use /etc/resolv.conf";
 
-// yaml-cpp's message, with a hint where the usual cause is known.
+// yaml-cpp reads a sentinel (0x04) past the end of the text, and an error there points one
+// past the end: a message shows it as the end it is, and no error points outside the file.
+constexpr char kYamlEndOfInput = '\x04';
+
+// yaml-cpp's message, with a hint where the usual cause is known. A character yaml-cpp quotes
+// from the text is shown escaped when it is a control character (the message goes to a
+// terminal).
 std::string parserMessage(const YAML::Exception& e, std::string_view text) {
-  std::string message = e.msg;
+  std::string message;
+  const std::string_view escape = YAML::ErrorMsg::INVALID_ESCAPE;
+  if (e.msg == std::string(escape) + kYamlEndOfInput) {
+    message = "the text ends inside a double-quoted string, after a backslash";
+  } else {
+    for (const char c : e.msg) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        message += "\\x";
+        message += kHex[(static_cast<unsigned char>(c) >> 4) & 0xf];
+        message += kHex[static_cast<unsigned char>(c) & 0xf];
+      } else {
+        message += c;
+      }
+    }
+  }
   if (e.msg == YAML::ErrorMsg::UNKNOWN_ANCHOR) {
     message += " (a host pattern starting with '*' must be quoted: \"*.example.com\")";
   } else if (!e.mark.is_null() && e.mark.line >= 0) {
@@ -184,6 +205,26 @@ std::string parserMessage(const YAML::Exception& e, std::string_view text) {
     }
   }
   return message;
+}
+
+// `mark` moved into `text`: at most one past the end of its line, on a line that exists.
+YAML::Mark withinText(YAML::Mark mark, std::string_view text) {
+  if (mark.is_null() || mark.line < 0 || mark.column < 0) {
+    return mark;
+  }
+  std::size_t start = 0;
+  for (int line = 0; line < mark.line; ++line) {
+    const std::size_t newline = text.find('\n', start);
+    if (newline == std::string_view::npos) {
+      mark.line = line;  // past the last line: its end
+      mark.column = static_cast<int>(text.size() - start);
+      return mark;
+    }
+    start = newline + 1;
+  }
+  const std::size_t end = std::min(text.find('\n', start), text.size());
+  mark.column = std::min(mark.column, static_cast<int>(end - start));
+  return mark;
 }
 
 // Where a later document starts: the nearest "---" (or "...") line at or above its first node.
@@ -270,7 +311,8 @@ std::optional<YAML::Node> loadDocument(const ConfigText& in, std::string_view em
     document = YAML::Load(in.text);
     second = secondDocument(in.text);
   } catch (const YAML::Exception& e) {
-    errors.push_back(makeConfigError(in.file, e.mark, "", parserMessage(e, in.text)));
+    errors.push_back(
+        makeConfigError(in.file, withinText(e.mark, in.text), "", parserMessage(e, in.text)));
     return std::nullopt;
   }
   if (second && document.IsNull()) {

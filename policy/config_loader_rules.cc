@@ -257,8 +257,9 @@ using RuleNames = std::unordered_map<std::string, int>;
 
 std::optional<Rule> readRule(YamlWalker& walker, const YamlValue& value, std::size_t index,
                              const LoadState& state, RuleNames& names) {
-  MapReader map(walker, value,
-                {"name", "hosts", "schemes", "ports", "methods", "paths", "ips", "inject"});
+  MapReader map(
+      walker, value,
+      {"name", "hosts", "schemes", "ports", "methods", "paths", "ips", "inject", "websocket"});
   if (!map.isMap()) {
     return std::nullopt;
   }
@@ -303,6 +304,8 @@ std::optional<Rule> readRule(YamlWalker& walker, const YamlValue& value, std::si
     }
   });
   readRuleLimits(walker, map, rule);
+  map.read("websocket",
+           [&](const YamlValue& v) { rule.websocket = readBool(walker, v).value_or(false); });
   std::vector<std::string> headers;
   readRuleList(walker, map, "inject", rule.inject,
                [&](const YamlValue& v) { return readInjection(walker, v, state, headers); });

@@ -48,6 +48,8 @@ Reason furthest(Reason a, Reason b) {
         return 3;
       case Reason::NotAllowedPath:
         return 4;
+      case Reason::UpgradeNotAllowed:
+        return 5;
       default:
         return 0;
     }
@@ -74,6 +76,9 @@ Reason matchRule(const Rule& rule, const RequestFacts& facts, const TargetCheck&
   if (!rule.paths.empty() &&
       (target.ambiguities != 0 || !rule.allowsPath(facts.request->target))) {
     return Reason::NotAllowedPath;
+  }
+  if (facts.request->websocket && !rule.websocket) {
+    return Reason::UpgradeNotAllowed;
   }
   return Reason::None;
 }

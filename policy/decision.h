@@ -30,6 +30,9 @@ struct RequestHead {
   std::string_view host;                  // the Host value when host_count == 1
   bool absolute_form = false;
   std::string_view uri_authority;         // authority of an absolute-form target
+  // It asks to become a WebSocket (HTTP/1.1 `Upgrade: websocket`, or an HTTP/2 extended CONNECT
+  // with `:protocol websocket`): only a rule with `websocket: true` allows it.
+  bool websocket = false;
 };
 
 struct RequestFacts {
@@ -69,10 +72,11 @@ struct Decision {
 //      (host_missing, host_duplicate); Host, and an absolute-form authority, equal H with a port
 //      that is absent or the connection's port (host_mismatch)
 //   4. Rules: an IP-literal H must be listed exactly (ip_literal); then a rule must match H,
-//      scheme, port, method and path, in that order. The rule that comes first in the policy
-//      and matches everything wins; when none does, the reason is that of the rule that got
-//      furthest (not_allowed_host < _scheme < _port < _method < _path). Method and path are
-//      only checked once there is a request. A report-mode sandbox turns these reasons
+//      scheme, port, method, path and, for a WebSocket upgrade, `websocket: true`, in that
+//      order. The rule that comes first in the policy and matches everything wins; when none
+//      does, the reason is that of the rule that got furthest (not_allowed_host < _scheme <
+//      _port < _method < _path < upgrade_not_allowed). Method, path and upgrade are only
+//      checked once there is a request. A report-mode sandbox turns these reasons
 //      (only these) into Verdict::Report and goes on.
 //   5. Addresses, once resolved: an address may be dialled if it is not one of sluice's own
 //      listen endpoints and, when the rule has `ips`, lies inside them, else is globally

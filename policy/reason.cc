@@ -38,6 +38,7 @@ constexpr std::array<ReasonInfo, kReasonCount> kReasons = {{
     {"secret_misuse", 403, "http_request_denied"},              //
     {"rate_limited", 429, "http_request_denied"},               //
     {"too_many_connections", 503, "connection_limit_reached"},  //
+    {"upgrade_not_allowed", 403, "http_request_denied"},        //
     {"audit_unavailable", 503, "proxy_internal_error"},         //
 }};
 
@@ -61,6 +62,7 @@ bool isPolicyReason(Reason r) {
     case Reason::NotAllowedScheme:
     case Reason::NotAllowedMethod:
     case Reason::NotAllowedPath:
+    case Reason::UpgradeNotAllowed:
       return true;
     default:
       return false;

@@ -37,6 +37,8 @@ enum class Reason : std::uint8_t {
   // starve the others. Not policy reasons: a report-mode sandbox is limited all the same.
   RateLimited,         // more requests than requests_per_second (and request_burst) allow
   TooManyConnections,  // more open connections than the sandbox's max_connections
+  // A WebSocket upgrade that no matching rule allows (`websocket: true`).
+  UpgradeNotAllowed,
   // The sandbox's audit file cannot be written: its records are kept and retried, and its new
   // requests are refused until they can be (no request goes unrecorded).
   AuditUnavailable,

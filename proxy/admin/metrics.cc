@@ -289,6 +289,14 @@ std::string renderPrometheus(const GatewayMetrics& gateway,
                  sandbox.metrics->connections_active.load(std::memory_order_relaxed));
   }
 
+  appendFamily(out, "sluice_websocket_sessions_active", "gauge",
+               "WebSocket sessions relaying now.");
+  for (const SandboxSample& sandbox : sandboxes) {
+    const Label labels[] = {{"sandbox", sandbox.name}};
+    appendSample(out, "sluice_websocket_sessions_active", labels,
+                 sandbox.metrics->websocket_sessions_active.load(std::memory_order_relaxed));
+  }
+
   appendFamily(out, "sluice_bytes_total", "counter",
                "Body bytes of requests and responses (the audit record's req_bytes, resp_bytes).");
   for (const SandboxSample& sandbox : sandboxes) {

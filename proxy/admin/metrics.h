@@ -85,6 +85,8 @@ struct SandboxMetrics {
 
   // Client connections open now: +1 on accept, -1 when closed.
   std::atomic<std::int64_t> connections_active{0};
+  // WebSocket sessions relaying now: +1 on the origin's 101, -1 when the session ends.
+  std::atomic<std::int64_t> websocket_sessions_active{0};
   // Head received to response complete, in microseconds.
   Histogram request_duration;
 

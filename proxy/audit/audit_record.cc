@@ -21,6 +21,18 @@ std::string_view toString(Mode m) {
   return "connect";
 }
 
+std::string_view toString(Proto p) {
+  switch (p) {
+    case Proto::None:
+      return "";
+    case Proto::Http1:
+      return "http/1.1";
+    case Proto::H2:
+      return "h2";
+  }
+  return "";
+}
+
 void appendTimestamp(std::string& out, std::chrono::system_clock::time_point ts) {
   using namespace std::chrono;
   auto ms = duration_cast<milliseconds>(ts.time_since_epoch()).count();
@@ -222,6 +234,10 @@ void appendRecordBody(std::string& out, const AuditRecord& r) {
     json.fieldNull(field::kReqSha256);
     json.fieldNull(field::kRespSha256);
   }
+  json.fieldOrNull(field::kProto, toString(r.proto));
+  json.fieldOrNull(field::kUpstreamProto, toString(r.upstream_proto));
+  json.fieldOrNull(field::kUpgrade,
+                   r.websocket ? std::string_view("websocket") : std::string_view{});
   json.field(field::kDurationMs, static_cast<std::int64_t>(r.duration_ms));
   if (truncation.count != 0) {
     json.key(field::kTruncated).beginObject();

@@ -51,6 +51,9 @@ inline constexpr std::string_view kReqBytes = "req_bytes";
 inline constexpr std::string_view kRespBytes = "resp_bytes";
 inline constexpr std::string_view kReqSha256 = "req_sha256";
 inline constexpr std::string_view kRespSha256 = "resp_sha256";
+inline constexpr std::string_view kProto = "proto";
+inline constexpr std::string_view kUpstreamProto = "upstream_proto";
+inline constexpr std::string_view kUpgrade = "upgrade";
 inline constexpr std::string_view kDurationMs = "duration_ms";
 inline constexpr std::string_view kTruncated = "truncated";  // only when a value was cut
 inline constexpr std::string_view kChain = "chain";
@@ -66,13 +69,18 @@ inline constexpr std::size_t kMaxUrlBytes = 4096;
 // What sluice writes itself, from '{' up to `,"chain"`, with every field at its longest (names
 // from the config at their 64-character limit, IPv6 endpoints, 20-digit numbers, both
 // digests), and `addrs` empty; and the most each resolved address adds to `addrs`.
-inline constexpr std::size_t kMaxFixedBytes = 900;
+inline constexpr std::size_t kMaxFixedBytes = 1000;
 inline constexpr std::size_t kMaxAddressBytes = 48;
 // The `truncated` member with all four fields cut, each with a 20-digit length.
 inline constexpr std::size_t kMaxTruncatedBytes = 120;
 
 enum class Mode : std::uint8_t { Connect, Transparent, Forward };
 std::string_view toString(Mode m);
+
+// The HTTP version of a leg: "http/1.1", "h2"; None is null (no HTTP on that leg: a redirected
+// connection refused before any request, a request that never went upstream).
+enum class Proto : std::uint8_t { None, Http1, H2 };
+std::string_view toString(Proto p);  // "" for None
 
 using Sha256 = std::array<std::uint8_t, 32>;
 
@@ -99,6 +107,9 @@ struct AuditRecord {
   bool hashed = false;                   // hash_bodies: write the two digests
   Sha256 req_sha256{};
   Sha256 resp_sha256{};
+  Proto proto = Proto::None;           // the sandbox's leg
+  Proto upstream_proto = Proto::None;  // the origin's leg
+  bool websocket = false;              // `upgrade`: the request asked for a WebSocket
   std::uint64_t duration_ms = 0;
 };
 

@@ -60,6 +60,9 @@ void appendCleanField(std::string& out, std::string_view name, std::string_view 
 // A field the sandbox sent that the rule's `extra` fields replace. Compared as the drop table
 // compares (case-insensitive, '_' for '-'): an origin behind CGI would read "X_Api_Key" and
 // "x-api-key" as one field.
+constexpr std::string_view kWebSocketUpgradeFields =
+    "Connection: Upgrade\r\nUpgrade: websocket\r\n";
+
 bool isReplaced(std::span<const HeaderField> extra, std::string_view name) {
   for (const HeaderField& field : extra) {
     if (policy::sameRequestHeaderName(field.name, name)) {
@@ -76,7 +79,8 @@ bool isHopByHop(std::string_view name) {
 }
 
 void writeRequestHead(std::string& out, const RequestHead& head, std::string_view origin_target,
-                      std::string_view host_value, std::span<const HeaderField> extra) {
+                      std::string_view host_value, std::span<const HeaderField> extra,
+                      Upgrade upgrade) {
   out.append(head.method);
   out.push_back(' ');
   out.append(origin_target);
@@ -112,6 +116,9 @@ void writeRequestHead(std::string& out, const RequestHead& head, std::string_vie
     case BodyFraming::None:
       break;
   }
+  if (upgrade == Upgrade::WebSocket) {
+    out.append(kWebSocketUpgradeFields);
+  }
   out.append("\r\n");
 }
 
@@ -141,6 +148,10 @@ void writeResponseHead(std::string& out, const ResponseHead& head, ResponseFrami
     case ResponseFraming::Chunked:
     case ResponseFraming::UntilClose:
       out.append("Transfer-Encoding: chunked\r\n");
+      break;
+    case ResponseFraming::Switched:
+      out.append(kWebSocketUpgradeFields);
+      close = false;  // the connection is the WebSocket's now
       break;
     case ResponseFraming::None:
       break;

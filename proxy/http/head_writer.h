@@ -32,14 +32,18 @@ bool isHopByHop(std::string_view name);
 // nothing), then the empty line. `origin_target` is normally head.origin_target; it must not
 // contain SP or control characters. In host_value and `extra` (which come from configuration),
 // bytes a field value cannot hold are left out, and a field whose name is not a token is
-// skipped: nothing can inject a header.
+// skipped: nothing can inject a header. With `upgrade` WebSocket (a rule allowed the upgrade
+// the request asked for) sluice writes "Connection: Upgrade" and "Upgrade: websocket" itself
+// before the empty line: the only upgrade it ever forwards (docs/wire.md#websocket).
 void writeRequestHead(std::string& out, const RequestHead& head, std::string_view origin_target,
-                      std::string_view host_value, std::span<const HeaderField> extra);
+                      std::string_view host_value, std::span<const HeaderField> extra,
+                      Upgrade upgrade = Upgrade::None);
 
 // "HTTP/1.1 status reason", the upstream's end-to-end fields (hop-by-hop ones, Content-Length
 // dropped), framing as the caller chose: ContentLength writes head.content_length; Chunked and
 // UntilClose write "Transfer-Encoding: chunked" (an until-close body is re-chunked); None
-// writes nothing. Then "Connection: close" when `close`, and the empty line.
+// writes nothing; Switched (a 101 to websocket) writes "Connection: Upgrade" and "Upgrade:
+// websocket". Then "Connection: close" when `close` (never after Switched), and the empty line.
 void writeResponseHead(std::string& out, const ResponseHead& head, ResponseFraming to_client,
                        bool close);
 

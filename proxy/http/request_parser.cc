@@ -129,7 +129,15 @@ const char* RequestParser::completeHead() {
       h.expect_continue = true;
     }
   }
-  h.upgrade_requested = h.headers.count("Upgrade") > 0;
+  h.upgrade_requested = false;
+  h.websocket_upgrade = false;
+  for (std::size_t i = 0; i < h.headers.size(); ++i) {
+    if (ascii::iequals(h.headers.name(i), "Upgrade")) {
+      h.upgrade_requested = true;
+      h.websocket_upgrade =
+          h.websocket_upgrade || ascii::listContains(h.headers.value(i), "websocket");
+    }
+  }
   return checkTarget();
 }
 

@@ -81,6 +81,11 @@ struct RequestHead {
   // an ordinary request without it (head_writer drops Upgrade, HTTP2-Settings and Connection),
   // and the bytes after it are parsed as HTTP: sluice never switches protocols.
   bool upgrade_requested = false;
+  // An Upgrade field lists `websocket` (any case, whatever else it lists, whether or not
+  // Connection names it): the policy decides it as a WebSocket upgrade, which only a rule with
+  // `websocket: true` allows (docs/wire.md#websocket). Read broadly on purpose: an origin
+  // that reads the request more loosely than RFC 9110 must not get an upgrade no rule allows.
+  bool websocket_upgrade = false;
 };
 
 class RequestParser {

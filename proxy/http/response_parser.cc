@@ -17,10 +17,13 @@ ResponseParser::ResponseParser(std::size_t max_head_bytes, std::size_t max_field
 void ResponseParser::reset() {
   core_.reset();
   message_complete_pending_ = false;
+  upgrade_ = Upgrade::None;
+  switched_ = false;
 }
 
-void ResponseParser::expect(std::string_view request_method) {
+void ResponseParser::expect(std::string_view request_method, Upgrade upgrade) {
   core_.setSkipBody(request_method == "HEAD");
+  upgrade_ = upgrade;
 }
 
 ParseEvent ResponseParser::errorEvent(std::size_t consumed) const {
@@ -28,6 +31,9 @@ ParseEvent ResponseParser::errorEvent(std::size_t consumed) const {
 }
 
 ParseEvent ResponseParser::feed(std::span<const char> data, ResponseBodySink& sink) {
+  if (switched_) {
+    return {EventKind::Error, 0, ParseError::Internal, "fed after the protocol switched"};
+  }
   if (message_complete_pending_) {
     message_complete_pending_ = false;
     return {EventKind::MessageComplete, 0, ParseError::None, {}};
@@ -40,6 +46,10 @@ ParseEvent ResponseParser::feed(std::span<const char> data, ResponseBodySink& si
       if (const char* why = completeHead(step.message_too)) {
         core_.fail(ParseError::BadRequest, why);
         return errorEvent(step.consumed);
+      }
+      if (head_.framing == ResponseFraming::Switched) {
+        switched_ = true;  // llhttp stopped at the head's end: the rest is the caller's
+        return {EventKind::HeadComplete, step.consumed, ParseError::None, {}};
       }
       if (head_.status / 100 == 1) {
         // The core returned 1 ("no body") for it and is between messages: the next feed()
@@ -90,7 +100,34 @@ const char* ResponseParser::completeHead(bool no_body) {
     return "status code outside 100-599";
   }
   if (h.status == 101) {
-    return "101 Switching Protocols: sluice does not forward upgrades";
+    if (upgrade_ != Upgrade::WebSocket) {
+      return "101 Switching Protocols to a request that asked for no upgrade sluice forwards";
+    }
+    bool to_websocket = false;
+    for (std::size_t i = 0; i < h.headers.size(); ++i) {
+      if (ascii::iequals(h.headers.name(i), "Upgrade")) {
+        // The one protocol it switched to (RFC 9110 section 7.8): exactly what was asked.
+        if (!ascii::iequals(ascii::trimOws(h.headers.value(i)), "websocket") || to_websocket) {
+          return "101 Switching Protocols to something other than websocket";
+        }
+        to_websocket = true;
+      }
+    }
+    if (!to_websocket) {
+      return "101 Switching Protocols without Upgrade: websocket";
+    }
+    detail::BodyFields framing_fields;
+    if (const char* why = detail::checkFields(h.headers, h.http_minor == 0, framing_fields)) {
+      return why;
+    }
+    if (framing_fields.chunked || framing_fields.has_content_length) {
+      return "101 Switching Protocols with body framing";  // none can follow a 101
+    }
+    h.framing = ResponseFraming::Switched;
+    h.has_content_length = false;
+    h.content_length = 0;
+    h.keep_alive = false;
+    return nullptr;
   }
   if (h.status / 100 == 1 && !no_body) {
     return "interim response with a body";  // cannot happen: the core skips 1xx bodies

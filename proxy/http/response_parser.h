@@ -5,6 +5,7 @@
 //
 // Use, for each request forwarded on the upstream connection:
 //   parser.expect(request_method);   // "HEAD": no body, whatever the headers say
+//   parser.expect(method, Upgrade::WebSocket);  // a 101 to websocket ends the HTTP
 //   ParseEvent e = parser.feed(bytes, sink);
 //   NeedMore         all consumed; call again when more bytes arrive
 //   InterimHead      a 1xx other than 101 (100 Continue, 103 Early Hints): head() holds it;
@@ -20,7 +21,9 @@
 //                    (ResponseFraming::UntilClose), otherwise Error (truncated, or no response)
 //
 // Refused, besides the request rules that apply (see request_parser.h): a status outside
-// 100-599; 101 Switching Protocols (sluice never forwards an upgrade).
+// 100-599; 101 Switching Protocols, except to the WebSocket that the request asked for
+// (expect(..., Upgrade::WebSocket)): that 101 is HeadComplete with ResponseFraming::Switched,
+// the bytes after e.consumed are the new protocol's, and the parser takes nothing more.
 //
 // Lifetime and storage as for RequestParser: head() is valid until the feed() that begins the
 // next response (the first one given a byte after MessageComplete or InterimHead); no
@@ -38,7 +41,11 @@
 
 namespace sluice::proxy::http {
 
-enum class ResponseFraming { None, ContentLength, Chunked, UntilClose };
+// Switched: a 101 to the WebSocket the request asked for; what follows the head is no HTTP.
+enum class ResponseFraming { None, ContentLength, Chunked, UntilClose, Switched };
+
+// The upgrade a forwarded request asked for: what a 101 may switch to.
+enum class Upgrade : std::uint8_t { None, WebSocket };
 
 struct ResponseHead {
   int status = 0;
@@ -64,7 +71,7 @@ class ResponseParser {
   ResponseParser& operator=(const ResponseParser&) = delete;
 
   // The method of the request the next response answers. Call before each response.
-  void expect(std::string_view request_method);
+  void expect(std::string_view request_method, Upgrade upgrade = Upgrade::None);
   ParseEvent feed(std::span<const char> data, ResponseBodySink& sink);
   // End of stream from the upstream.
   ParseEvent finish();
@@ -82,6 +89,8 @@ class ResponseParser {
   // A response without a body ends with its head: HeadComplete is returned first, and the next
   // feed() or finish() returns this MessageComplete without parsing anything.
   bool message_complete_pending_ = false;
+  Upgrade upgrade_ = Upgrade::None;
+  bool switched_ = false;  // a 101 was accepted: nothing after it is parsed
 };
 
 }  // namespace sluice::proxy::http

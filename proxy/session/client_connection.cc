@@ -77,6 +77,7 @@ void ClientConnection::refuseConnection(policy::Reason reason, bool answer) {
     exchange_.deny(reason, detail);
     return;
   }
+  exchange_.record().proto = audit::Proto::None;  // closed before any HTTP
   SPDLOG_DEBUG("[C{}] refused: {}", facts_.id, policy::toString(reason));
   exchange_.refuseWithoutAnswer(reason);
   flushAudit();

@@ -41,6 +41,9 @@ void ClientConnection::pumpClientTls() {
   if (!closing() && state_ != ConnectionState::Lingering) {
     if (exchange_.inFlight() && status == tls::ReadStatus::Closed) {
       closeAfterExchange();
+      if (exchange_.state() == ExchangeState::Tunneling) {
+        exchange_.onClientClosed();  // close_notify ends the client's side of a WebSocket
+      }
     } else {
       finishConnection();
     }

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "policy/reason.h"
+#include "proxy/audit/audit_record.h"
 #include "proxy/http/response_parser.h"
 
 namespace sluice::proxy::session {
@@ -33,11 +34,17 @@ class Downstream {
   // The response ended before the request's body did: the client's connection is in no known
   // state (HTTP/1.1 closes it after this exchange; a stream would just end).
   virtual void requestCutShort() = 0;
+  // The origin switched to the WebSocket the exchange asked for (its 101 head was sent): the
+  // client's side carries WebSocket bytes from now on, never HTTP again (HTTP/1.1: the
+  // connection ends with the session).
+  virtual void switchedProtocols() = 0;
   // The exchange can take the rest of its request (its upstream is ready): feed it what the
   // client already sent.
   virtual void resumeRequest() = 0;
   // The client's write queue is over its high watermark: read nothing that adds to it.
   virtual bool backedUp() const = 0;
+  // The HTTP the client speaks here: the record's `proto`.
+  virtual audit::Proto protocol() const = 0;
 
  protected:
   ~Downstream() = default;

@@ -31,8 +31,14 @@ Exchange::Exchange(ExchangeHost& host, Downstream& downstream, std::size_t max_h
 
 bool Exchange::transition(ExchangeState next) {
   const int reading = readingClass(state_);
+  const bool was_tunneling = state_ == ExchangeState::Tunneling;
   if (!changeState(host_.context(), host_.facts().id, kExchangeMachine, state_, next)) {
     return false;
+  }
+  if (was_tunneling != (next == ExchangeState::Tunneling)) {
+    // The WebSocket sessions gauge follows the one state that is a session.
+    host_.runtime().metrics.websocket_sessions_active.fetch_add(was_tunneling ? -1 : 1,
+                                                                std::memory_order_relaxed);
   }
   if (readingClass(next) != reading) {
     host_.updateReading();
@@ -50,10 +56,14 @@ void Exchange::beginRecord(bool hash) {
   framing_ = http::BodyFraming::None;
   matched_rule_ = nullptr;
   request_end_ = RequestEnd::Pending;
+  upgrade_ = http::Upgrade::None;
   origin_ = UpstreamOrigin::Dialled;
   after_ = UpstreamAfter::Keep;
   rate_ = RateToken::NotTaken;
   inject_fields_.clear();
+  // The codec that reads the heads and answers: a refusal of the connection's own on a
+  // redirected TLS connection (no HTTP yet) says otherwise.
+  record_.proto = downstream_.protocol();
   transition(ExchangeState::Deciding);
 }
 
@@ -67,6 +77,7 @@ void Exchange::beginRequest(const http::RequestHead& head, bool hash) {
                                                      : head.headers.find("host").value_or(""));
   }
   record_.origin_target.assign(head.absolute_form ? head.origin_target : head.target);
+  record_.websocket = head.websocket_upgrade;
 }
 
 void Exchange::tunnelOpened() { transition(ExchangeState::Idle); }
@@ -97,6 +108,7 @@ policy::Decision Exchange::decideRequest(std::span<const policy::IpAddress> addr
   request.host = head.host;
   request.absolute_form = head.absolute_form;
   request.uri_authority = head.uri_authority;
+  request.websocket = head.websocket_upgrade;
   policy::RequestFacts facts;
   facts.target_host = record_.target_host;
   facts.port = record_.port;
@@ -157,6 +169,15 @@ void Exchange::decide() {
                                  record_.host.empty() ? record_.target_host : record_.host,
                                  record_.method, record_.origin_target));
     return;
+  }
+  if (head_->websocket_upgrade) {
+    if (framing_ != http::BodyFraming::None) {
+      // RFC 6455 section 4.1: the opening handshake is a GET without a body; a body here would
+      // leave the origin and sluice to disagree on where the WebSocket's bytes begin.
+      deny(policy::Reason::BadRequest, "a WebSocket upgrade request carries a body");
+      return;
+    }
+    upgrade_ = http::Upgrade::WebSocket;
   }
   record_.verdict = d.verdict;
   record_.policy_reason = d.reason;
@@ -253,6 +274,13 @@ void Exchange::deny(policy::Reason reason, std::string_view detail) {
 }
 
 void Exchange::onClientClosed() {
+  if (state_ == ExchangeState::Tunneling) {
+    // The client ended its side of the WebSocket: so does sluice toward the origin, after what
+    // it still had for it, and what the origin sends until it closes still reaches the client
+    // (docs/wire.md#websocket). idle_timeout bounds an origin that never closes.
+    h1_.endWriting();
+    return;
+  }
   if (state_ == ExchangeState::HoldingBody && request_end_ == RequestEnd::Pending) {
     deny(policy::Reason::BadRequest, "client closed mid-request");
     return;

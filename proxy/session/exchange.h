@@ -165,6 +165,7 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   // The answer to an injecting exchange has a content coding sluice cannot look into: 502
   // instead of forwarding it. True when it did.
   bool refuseEncodedResponse(const http::ResponseHead& head);
+  void switchToWebSocket(const http::ResponseHead& head);
   // The secrets the response is masked for: those of this generation when the exchange
   // injected any, else none.
   const SecretPatterns* maskPatterns() const;
@@ -183,6 +184,8 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   // one whose `inject` applies.
   const policy::Rule* matched_rule_ = nullptr;
   RequestEnd request_end_ = RequestEnd::Pending;
+  // WebSocket: the request asked for one and was allowed it; asked of the origin.
+  http::Upgrade upgrade_ = http::Upgrade::None;
   UpstreamOrigin origin_ = UpstreamOrigin::Dialled;
   UpstreamAfter after_ = UpstreamAfter::Keep;
   RateToken rate_ = RateToken::NotTaken;

@@ -56,7 +56,8 @@ void Exchange::onUpstreamReady(std::unique_ptr<UpstreamConnection> connection,
   if (rule) {
     matched_rule_ = *rule;
   }
-  h1_.attach(std::move(connection), record_.method);
+  h1_.attach(std::move(connection), record_.method, upgrade_);
+  record_.upstream_proto = h1_.protocol();
   startForwarding();
 }
 
@@ -153,6 +154,10 @@ void Exchange::onInterimHead(const http::ResponseHead& head) {
 
 void Exchange::onResponseHead(const http::ResponseHead& head) {
   record_.status = head.status;
+  if (head.framing == http::ResponseFraming::Switched) {
+    switchToWebSocket(head);
+    return;
+  }
   if (refuseEncodedResponse(head)) {
     return;
   }
@@ -162,6 +167,25 @@ void Exchange::onResponseHead(const http::ResponseHead& head) {
   }
   transition(state_ == ExchangeState::SendingRequest ? ExchangeState::RespondingWhileSending
                                                      : ExchangeState::Responding);
+}
+
+// The origin accepted the WebSocket (a 101 to it: the parser takes no other): the head goes to
+// the client, then bytes flow both ways, counted as the request's and the response's, until
+// either side closes or idle_timeout. Frames are relayed, not inspected or masked
+// (docs/wire.md#websocket).
+void Exchange::switchToWebSocket(const http::ResponseHead& head) {
+  if (state_ != ExchangeState::AwaitingResponse) {
+    upstreamFailed(policy::Reason::UpstreamConnect, "101 before the request was complete");
+    return;
+  }
+  after_ = UpstreamAfter::Close;  // the upstream connection is the WebSocket's
+  relay_.head(head, nullptr);
+  if (host_.closing()) {
+    return;
+  }
+  downstream_.switchedProtocols();
+  transition(ExchangeState::Tunneling);
+  downstream_.resumeRequest();  // what the client sent before the 101, then as it comes
 }
 
 // A content coding (gzip, br, deflate, zstd, an encrypted one...) hides an echoed secret from the

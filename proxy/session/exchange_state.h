@@ -25,6 +25,8 @@ enum class ExchangeState : std::uint8_t {
   Responding,              // the request is complete; the response flows to the client
   FinishingRequest,        // the upstream's close ended the response; the request body is
                            // read to its end and dropped
+  Tunneling,               // the origin switched to the WebSocket a rule allowed (101): bytes
+                           // are relayed both ways until the origin closes
   Complete,                // both complete: record written
   Denied,                  // sluice's own answer (or the reason it ended early): record written
   Failed,                  // cut short after its answer began, or the connection closed under
@@ -35,8 +37,8 @@ inline constexpr TransitionTable kExchangeMachine{
     "exchange",
     std::to_array<std::string_view>({"Idle", "Deciding", "HoldingBody", "AwaitingUpstream",
                                      "SendingRequest", "AwaitingResponse", "RespondingWhileSending",
-                                     "Responding", "FinishingRequest", "Complete", "Denied",
-                                     "Failed"}),
+                                     "Responding", "FinishingRequest", "Tunneling", "Complete",
+                                     "Denied", "Failed"}),
     std::to_array<Transition<ExchangeState>>({
         {ExchangeState::Idle, ExchangeState::Deciding,
          "a request head, a CONNECT, a ClientHello, a refusal to record"},
@@ -75,6 +77,8 @@ inline constexpr TransitionTable kExchangeMachine{
          "a reused upstream closed unanswered: a safe method, once, redialled"},
         {ExchangeState::AwaitingResponse, ExchangeState::Denied,
          "the upstream failed before answering, or answered with a coding"},
+        {ExchangeState::AwaitingResponse, ExchangeState::Tunneling,
+         "101 to the WebSocket the rule allowed: its head went to the client"},
         {ExchangeState::AwaitingResponse, ExchangeState::Failed, "the connection closed"},
         {ExchangeState::RespondingWhileSending, ExchangeState::Responding,
          "the request's end went upstream"},
@@ -89,6 +93,10 @@ inline constexpr TransitionTable kExchangeMachine{
         {ExchangeState::Responding, ExchangeState::Failed,
          "the upstream failed mid-response, idle_timeout, the connection closed"},
         {ExchangeState::FinishingRequest, ExchangeState::Complete, "the request's end"},
+        {ExchangeState::Tunneling, ExchangeState::Complete,
+         "the origin closed (the client's close is passed on to it): the record"},
+        {ExchangeState::Tunneling, ExchangeState::Failed,
+         "idle_timeout, an upstream error, the connection closed"},
         {ExchangeState::FinishingRequest, ExchangeState::Denied, "a bad request body"},
         {ExchangeState::FinishingRequest, ExchangeState::Failed,
          "the client closed mid-request, or the connection closed"},
@@ -104,12 +112,14 @@ constexpr bool inFlight(ExchangeState s) {
 // Its request head went upstream and the response is not over: the upstream is being read.
 constexpr bool forwarding(ExchangeState s) {
   return s == ExchangeState::SendingRequest || s == ExchangeState::AwaitingResponse ||
-         s == ExchangeState::RespondingWhileSending || s == ExchangeState::Responding;
+         s == ExchangeState::RespondingWhileSending || s == ExchangeState::Responding ||
+         s == ExchangeState::Tunneling;
 }
-// The request's body is still being read from the client and forwarded (or dropped).
+// The request's body (or, Tunneling, the client's side of the WebSocket) is still being read
+// from the client and forwarded (or dropped).
 constexpr bool readingRequestBody(ExchangeState s) {
   return s == ExchangeState::SendingRequest || s == ExchangeState::RespondingWhileSending ||
-         s == ExchangeState::FinishingRequest;
+         s == ExchangeState::FinishingRequest || s == ExchangeState::Tunneling;
 }
 // What the connection reads while the exchange is in `s` (ClientConnection::updateReading()):
 // a move within one class changes nothing there, and costs no look at it.
@@ -127,6 +137,8 @@ constexpr int readingClass(ExchangeState s) {
     case ExchangeState::AwaitingResponse:
     case ExchangeState::Responding:
       return 5;  // the upstream, and pipelined requests within a budget
+    case ExchangeState::Tunneling:
+      return 6;  // both sides, as fast as the other takes them
     default:
       return 0;  // the next head
   }
@@ -134,7 +146,7 @@ constexpr int readingClass(ExchangeState s) {
 // Its response head went to the client.
 constexpr bool responseBegun(ExchangeState s) {
   return s == ExchangeState::RespondingWhileSending || s == ExchangeState::Responding ||
-         s == ExchangeState::FinishingRequest;
+         s == ExchangeState::FinishingRequest || s == ExchangeState::Tunneling;
 }
 
 }  // namespace sluice::proxy::session

@@ -13,6 +13,31 @@ Http1ServerCodec::Http1ServerCodec(CodecHost& host, Exchange& exchange,
                                    std::size_t max_header_bytes)
     : host_(host), exchange_(exchange), parser_(max_header_bytes) {}
 
+void Http1ServerCodec::feed(std::span<const char> plaintext) {
+  if (tunneling() && pending() == 0) {
+    host_.noteProgress();
+    exchange_.onRequestBody(plaintext);  // no copy: the upstream channel writes it on
+    return;
+  }
+  plain_.append(plaintext.data(), plaintext.size());
+}
+
+bool Http1ServerCodec::tunneling() const {
+  return host_.state() == ConnectionState::Serving && exchange_.state() == ExchangeState::Tunneling;
+}
+
+void Http1ServerCodec::relayHeld() {
+  if (pending() == 0) {
+    return;
+  }
+  // Sent before the buffer is emptied: a write that fails may close the connection, which
+  // releases nothing of this buffer meanwhile.
+  exchange_.onRequestBody(std::span<const char>(plain_.data() + offset_, pending()));
+  plain_.clear();
+  offset_ = 0;
+  host_.noteProgress();
+}
+
 bool Http1ServerCodec::mayParse() const {
   const ConnectionState state = host_.state();
   if (state == ConnectionState::ReadingProxyHead) {
@@ -58,6 +83,8 @@ bool Http1ServerCodec::wantsBytes() const {
     case ExchangeState::FinishingRequest:
       // The body is read as fast as the upstream takes it.
       return !exchange_.upstreamBackedUp();
+    case ExchangeState::Tunneling:
+      return !exchange_.upstreamBackedUp();  // the WebSocket, as fast as the origin takes it
     case ExchangeState::AwaitingResponse:
     case ExchangeState::Responding:
       // The request is complete. Reading goes on, so that the next request of a keep-alive
@@ -70,6 +97,10 @@ bool Http1ServerCodec::wantsBytes() const {
 
 // Feeds buffered client plaintext to the request parser for as long as the states let it.
 void Http1ServerCodec::process() {
+  if (tunneling()) {
+    relayHeld();  // (what a client sent before the 101 came is the WebSocket's first bytes)
+    return;
+  }
   while (mayParse()) {
     std::span<const char> pending(plain_.data() + offset_, plain_.size() - offset_);
     if (pending.empty() && !message_end_pending_) {
@@ -168,6 +199,9 @@ void Http1ServerCodec::sendResponseHead(const http::ResponseHead& head, SecretMa
     case http::ResponseFraming::UntilClose:
       to_client_ = http::ResponseFraming::Chunked;  // re-chunked: the client keeps its
       break;                                        // connection
+    case http::ResponseFraming::Switched:
+      to_client_ = http::ResponseFraming::Switched;  // raw: the WebSocket's bytes follow
+      break;
     case http::ResponseFraming::None:
       // A HEAD or 304 answer has no body but keeps its Content-Length: the length the GET
       // would have had (RFC 9110 section 8.6). Nothing but the header is sent.
@@ -229,5 +263,8 @@ void Http1ServerCodec::sendDenial(policy::Reason reason, std::string_view detail
 }
 
 void Http1ServerCodec::requestCutShort() { host_.closeAfterExchange(); }
+
+// The connection is the WebSocket's now: no HTTP after it (its end closes the connection).
+void Http1ServerCodec::switchedProtocols() { host_.closeAfterExchange(); }
 
 }  // namespace sluice::proxy::session

@@ -59,8 +59,9 @@ class Http1ServerCodec final : public Downstream, private http::RequestBodySink 
   Http1ServerCodec(const Http1ServerCodec&) = delete;
   Http1ServerCodec& operator=(const Http1ServerCodec&) = delete;
 
-  // Client plaintext, kept until the parser takes it.
-  void feed(std::span<const char> plaintext) { plain_.append(plaintext.data(), plaintext.size()); }
+  // Client plaintext, kept until the parser takes it; in a WebSocket (Tunneling) it goes to the
+  // exchange as it comes, unless bytes from before the switch are still held.
+  void feed(std::span<const char> plaintext);
   // Parses what it holds for as long as the connection and the exchange want request bytes.
   void process();
   // Bytes held and not parsed yet.
@@ -84,12 +85,17 @@ class Http1ServerCodec final : public Downstream, private http::RequestBodySink 
   void endResponse() override;
   void sendDenial(policy::Reason reason, std::string_view detail) override;
   void requestCutShort() override;
+  void switchedProtocols() override;
   void resumeRequest() override { process(); }
   bool backedUp() const override { return host_.clientBackedUp(); }
+  audit::Proto protocol() const override { return audit::Proto::Http1; }
 
  private:
   void onRequestBody(std::span<const char> data) override;
   bool mayParse() const;
+  bool tunneling() const;
+  // Tunneling: what it holds goes to the exchange as it is (the client's WebSocket bytes).
+  void relayHeld();
   // Empties the scratch buffer for a head, with room for a typical one.
   void startHead();
   static constexpr std::size_t kHeadReserve = 512;

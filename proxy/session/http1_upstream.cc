@@ -22,13 +22,15 @@ Http1Upstream::Http1Upstream(ExchangeHost& host, UpstreamEvents& events,
                              std::size_t max_header_bytes)
     : host_(host), events_(events), parser_(max_header_bytes) {}
 
-void Http1Upstream::attach(std::unique_ptr<UpstreamConnection> connection,
-                           std::string_view method) {
+void Http1Upstream::attach(std::unique_ptr<UpstreamConnection> connection, std::string_view method,
+                           http::Upgrade upgrade) {
   connection_ = std::move(connection);
   connection_->stream.setHandler(this);
   secret_ = false;
+  upgrade_ = upgrade;
+  switched_ = false;
   parser_.reset();
-  parser_.expect(method);
+  parser_.expect(method, upgrade);
 }
 
 void Http1Upstream::sendHead(const http::RequestHead& head, std::string_view target,
@@ -40,7 +42,7 @@ void Http1Upstream::sendHead(const http::RequestHead& head, std::string_view tar
   if (scratch_.capacity() < kHeadReserve) {
     scratch_.reserve(kHeadReserve);  // one allocation, not one per doubling, for a fresh buffer
   }
-  http::writeRequestHead(scratch_, head, target, host, inject);
+  http::writeRequestHead(scratch_, head, target, host, inject, upgrade_);
   send(scratch_);
   wipeIfSecret(scratch_);
 }
@@ -62,6 +64,18 @@ void Http1Upstream::sendEnd() {
   if (framing_ == http::BodyFraming::Chunked) {
     send(http::kLastChunk);
   }
+}
+
+void Http1Upstream::endWriting() {
+  flushCorked();
+  if (!connection_) {
+    return;  // the write failed and the upstream is gone
+  }
+  if (connection_->tls) {
+    connection_->tls->shutdown();
+    flushTls();
+  }
+  connection_->stream.shutdownWrite();  // once what is queued has been written
 }
 
 void Http1Upstream::send(std::string_view bytes) {
@@ -205,6 +219,12 @@ void Http1Upstream::onRead(io::TcpStream& stream, std::span<const char> data) {
 }
 
 void Http1Upstream::processPlaintext(std::span<const char> data) {
+  if (switched_) {
+    if (!data.empty()) {
+      events_.onResponseBody(data);  // the origin's WebSocket bytes, as they come
+    }
+    return;
+  }
   // After a head the parser may report the message's end without another byte (HEAD, 204,
   // 304, Content-Length: 0), so it is fed once more even when `data` is used up.
   bool end_pending = false;
@@ -223,6 +243,14 @@ void Http1Upstream::processPlaintext(std::span<const char> data) {
         events_.onInterimHead(parser_.head());
         break;
       case http::EventKind::HeadComplete:
+        if (parser_.head().framing == http::ResponseFraming::Switched) {
+          switched_ = true;
+          events_.onResponseHead(parser_.head());
+          if (more && connection_ && !host_.closing()) {
+            events_.onResponseBody(data);  // WebSocket bytes in the read that ended the head
+          }
+          return;
+        }
         events_.onResponseHead(parser_.head());
         end_pending = true;
         break;
@@ -241,6 +269,10 @@ void Http1Upstream::onResponseBody(std::span<const char> data) { events_.onRespo
 void Http1Upstream::onEof(io::TcpStream& stream) {
   Cork cork(host_);
   if (!connection_ || &stream != &connection_->stream) {
+    return;
+  }
+  if (switched_) {
+    events_.onResponseEndedByClose();  // the origin ended the WebSocket
     return;
   }
   if (parser_.finish().kind == http::EventKind::MessageComplete) {

@@ -34,12 +34,15 @@ class Http1Upstream final : public UpstreamChannel,
   Http1Upstream& operator=(const Http1Upstream&) = delete;
 
   // --- UpstreamChannel
-  void attach(std::unique_ptr<UpstreamConnection> connection, std::string_view method) override;
+  void attach(std::unique_ptr<UpstreamConnection> connection, std::string_view method,
+              http::Upgrade upgrade) override;
   bool attached() const override { return connection_ != nullptr; }
+  audit::Proto protocol() const override { return audit::Proto::Http1; }
   void sendHead(const http::RequestHead& head, std::string_view target, std::string_view host,
                 std::span<const http::HeaderField> inject) override;
   void sendBody(std::span<const char> data) override;
   void sendEnd() override;
+  void endWriting() override;
   void flushCorked() override;
   bool backedUp() const override { return connection_ && connection_->stream.backedUp(); }
   void setReading(bool reading) override;
@@ -75,6 +78,8 @@ class Http1Upstream final : public UpstreamChannel,
   http::ResponseParser parser_;
   http::BodyFraming framing_ = http::BodyFraming::None;  // of the request, as forwarded
   bool secret_ = false;  // the head carries an injected secret: wipe what it passed through
+  http::Upgrade upgrade_ = http::Upgrade::None;  // asked of the origin with the head
+  bool switched_ = false;  // the origin's 101 came: its bytes are relayed, never parsed
   std::string out_;      // corked bytes for the upstream
   std::string scratch_;  // the head and chunk framing being written; reused
 };

@@ -25,6 +25,9 @@ void RequestRecord::reset(std::uint64_t now_ms, std::uint64_t now_ns, bool hash)
   rule.clear();
   answer.reset();
   upstream.reset();
+  proto = audit::Proto::None;
+  upstream_proto = audit::Proto::None;
+  websocket = false;
   status = 0;
   req_bytes = 0;
   resp_bytes = 0;
@@ -73,6 +76,10 @@ void writeAuditRecord(RequestRecord& record, const ConnectionFacts& connection,
   r.status = status;
   r.req_bytes = record.req_bytes;
   r.resp_bytes = record.resp_bytes;
+  r.proto = record.proto;
+  // Only what reached an upstream says how it was spoken to.
+  r.upstream_proto = record.upstream ? record.upstream_proto : audit::Proto::None;
+  r.websocket = record.websocket;
   if (record.hashing) {
     r.hashed = true;
     unsigned n = 0;

@@ -16,6 +16,7 @@
 
 #include "certs/openssl_ptr.h"
 #include "policy/decision.h"
+#include "proxy/audit/audit_record.h"
 #include "proxy/dns/answer.h"
 #include "proxy/session/exchange_host.h"
 
@@ -47,6 +48,12 @@ struct RequestRecord {
   // fails) records the request with it, as the refusal's own record would have.
   policy::Reason refusal = policy::Reason::None;
   std::string rule;
+
+  // The HTTP of each leg (None: no HTTP there, or nothing went upstream), and whether the
+  // request asked for a WebSocket.
+  audit::Proto proto = audit::Proto::None;
+  audit::Proto upstream_proto = audit::Proto::None;
+  bool websocket = false;
 
   // Where it went: H's addresses as resolved, and the one connected to.
   std::shared_ptr<const dns::Answer> answer;

@@ -137,6 +137,7 @@ void TunnelOpening::processClientHello() {
     facts_.authority = facts_.host + ":" + std::to_string(facts_.port);
     // A record is written only if the connection is refused here: the tunnel is no request.
     exchange_.beginRecord(false);
+    exchange_.record().proto = audit::Proto::None;  // a ClientHello: no HTTP yet
     exchange_.record().url = "https://" + facts_.authority;
     exchange_.record().scheme = policy::Scheme::Https;
     if (hello.info.sni_state == tls::SniState::Absent) {

@@ -35,8 +35,11 @@ class UpstreamEvents {
 class UpstreamChannel {
  public:
   // The connection this exchange's request goes on, from the connector; the response to
-  // `method` is expected on it.
-  virtual void attach(std::unique_ptr<UpstreamConnection> connection, std::string_view method) = 0;
+  // `method` is expected on it. `upgrade` WebSocket: a rule allowed the upgrade the request
+  // asked for; the head asks the origin for it, and a 101 to it turns the channel into a
+  // relay (the response's "body" is then the origin's WebSocket bytes, ended by its close).
+  virtual void attach(std::unique_ptr<UpstreamConnection> connection, std::string_view method,
+                      http::Upgrade upgrade) = 0;
   virtual bool attached() const = 0;
   // The head sluice writes: `head`'s fields less what is dropped, `target` in origin form,
   // Host `host`, and `inject` in place of the sandbox's fields of the same names.
@@ -45,10 +48,15 @@ class UpstreamChannel {
   // Body bytes (decoded), in the framing the request is forwarded with; then its end.
   virtual void sendBody(std::span<const char> data) = 0;
   virtual void sendEnd() = 0;
+  // The client ended its side of a WebSocket: what is queued for the origin goes, then the
+  // origin gets the end of the stream (close_notify, FIN); its side is read on until it closes.
+  virtual void endWriting() = 0;
   // Writes what corked sends gathered.
   virtual void flushCorked() = 0;
   // The upstream's write queue is over its high watermark.
   virtual bool backedUp() const = 0;
+  // The HTTP spoken to the origin: the record's `upstream_proto`.
+  virtual audit::Proto protocol() const = 0;
   // Whether the response is read (false while the client is backed up).
   virtual void setReading(bool reading) = 0;
   // The exchange is over: the connection is kept for this client (parked) when `reusable`,

@@ -4,8 +4,10 @@
 // Parser files: proxy/http/response_parser.cc proxy/http/message_core.cc
 //   proxy/http/field_rules.cc proxy/http/header_block.cc
 //
-// The first input byte is a control byte: bit i (i < 7) set makes the i-th response answer a
-// HEAD request; bit 7 chooses where the second split falls. The rest is the upstream's bytes,
+// The first input byte is a control byte: bit i (i < 6) set makes the i-th response answer a
+// HEAD request; bit 6 makes every other request a GET that asked for a WebSocket (a 101 to it
+// ends the HTTP: the rest of the bytes are the caller's); bit 7 chooses where the second split
+// falls. The rest is the upstream's bytes,
 // fed four ways, like a session receiving the same bytes in different reads: (a) whole, (b) in
 // two reads cut at a point chosen from the second byte, (c) in three reads cut at points chosen
 // from the last two bytes, (d) byte by byte; then the upstream closes (finish()).
@@ -15,7 +17,9 @@
 //     bytes per message, the same verdict at the close: the verdict never depends on the cut;
 //   - consumed never exceeds what was given; NeedMore consumes everything;
 //   - no head arrives after more than 8 KiB of head bytes in one read; an accepted head has a
-//     status 100-599 other than 101, HTTP/1.0 or 1.1, fields that are tokens and field values;
+//     status 100-599, HTTP/1.0 or 1.1, fields that are tokens and field values; a 101 only to a
+//     request that asked for a WebSocket, Switched, never kept alive, and then the bytes after
+//     its head are exactly the rest of the input, however it was cut;
 //   - framing: an answer to HEAD, a 1xx, 204 or 304 has no body (MessageComplete follows the
 //     head with no body byte); a Content-Length body has exactly that length; a body read
 //     until the close is never keep-alive; only UntilClose completes at finish();
@@ -49,7 +53,8 @@ struct Sink : sh::ResponseBodySink {
 };
 
 struct Run {
-  std::string events;  // I H M E, then at the close: m (MessageComplete) or e (Error)
+  std::string events;  // I H M E, then at the close: m (MessageComplete), e (Error), s (switched)
+  std::string after_switch;  // the bytes after a 101's head
   sh::ParseError error = sh::ParseError::None;
   std::vector<std::string> heads;
   std::vector<std::string> bodies;
@@ -67,8 +72,10 @@ std::string describe(const sh::ResponseHead& h) {
   return s;
 }
 
-void checkHead(const sh::ResponseHead& h) {
-  check(h.status >= 100 && h.status <= 599 && h.status != 101);
+void checkHead(const sh::ResponseHead& h, bool websocket_asked) {
+  check(h.status >= 100 && h.status <= 599);
+  check((h.status == 101) == (h.framing == sh::ResponseFraming::Switched));
+  check(h.status != 101 || (websocket_asked && !h.keep_alive));
   check(h.http_major == 1 && (h.http_minor == 0 || h.http_minor == 1));
   for (std::size_t i = 0; i < h.headers.size(); ++i) {
     check(sh::ascii::isToken(h.headers.name(i)));
@@ -85,6 +92,10 @@ class Feeder {
 
   // Feeds one read; false once the parser refused the stream.
   bool feed(std::string_view read, bool whole) {
+    if (switched_) {
+      run_.after_switch.append(read);  // no HTTP any more
+      return true;
+    }
     std::string_view rest = read;
     while (true) {
       const sh::ParseEvent e = parser_.feed(rest, sink_);
@@ -103,6 +114,11 @@ class Feeder {
           run_.events += 'H';
           onHead(e, whole);
           sink_.body.clear();
+          if (parser_.head().framing == sh::ResponseFraming::Switched) {
+            switched_ = true;
+            run_.after_switch.append(rest);
+            return true;
+          }
           continue;
         case sh::EventKind::MessageComplete:
           run_.events += 'M';
@@ -121,6 +137,10 @@ class Feeder {
   }
 
   Run close() {
+    if (switched_) {
+      run_.events += 's';
+      return run_;
+    }
     const sh::ParseEvent e = parser_.finish();
     if (e.kind == sh::EventKind::MessageComplete) {
       run_.events += 'm';
@@ -135,19 +155,24 @@ class Feeder {
   Run refused() const { return run_; }
 
  private:
+  bool headRequest() const { return responses_ < 6 && ((head_mask_ >> responses_) & 1) != 0; }
+  bool websocketAsked() const { return !headRequest() && (head_mask_ & 0x40) != 0; }
+
   void expectNext() {
-    const bool head = responses_ < 7 && ((head_mask_ >> responses_) & 1) != 0;
-    parser_.expect(head ? "HEAD" : "GET");
+    parser_.expect(headRequest() ? "HEAD" : "GET",
+                   websocketAsked() ? sh::Upgrade::WebSocket : sh::Upgrade::None);
   }
 
   void onHead(const sh::ParseEvent& e, bool whole) {
     // Read whole, every head starts a feed(): its head is what it consumed.
     check(!whole || e.consumed <= kMaxHead);
     const sh::ResponseHead& h = parser_.head();
-    checkHead(h);
+    checkHead(h, websocketAsked());
     run_.heads.push_back(describe(h));
-    const bool head_request = responses_ < 7 && ((head_mask_ >> responses_) & 1) != 0;
-    if (h.status / 100 == 1 || h.status == 204 || h.status == 304 || head_request) {
+    if (h.status == 101) {
+      return;
+    }
+    if (h.status / 100 == 1 || h.status == 204 || h.status == 304 || headRequest()) {
       check(h.framing == sh::ResponseFraming::None);
     }
     framing_ = h.framing;
@@ -168,6 +193,7 @@ class Feeder {
   Run run_;
   std::uint8_t head_mask_;
   std::size_t responses_ = 0;
+  bool switched_ = false;
   sh::ResponseFraming framing_ = sh::ResponseFraming::None;
   std::uint64_t content_length_ = 0;
 };
@@ -183,7 +209,8 @@ Run feedAll(std::uint8_t head_mask, const std::vector<std::string_view>& reads) 
 }
 
 bool same(const Run& a, const Run& b) {
-  return a.events == b.events && a.error == b.error && a.heads == b.heads && a.bodies == b.bodies;
+  return a.events == b.events && a.error == b.error && a.heads == b.heads && a.bodies == b.bodies &&
+         a.after_switch == b.after_switch;
 }
 
 std::size_t cutAt(std::uint8_t chooser, std::size_t size) { return chooser * size / 256; }
@@ -218,6 +245,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const Run single = feedAll(control, bytes);
 
+  if (whole.events.ends_with('s')) {
+    check(input.ends_with(whole.after_switch));  // the rest of the input, nothing of the head
+  }
   check(same(whole, two));
   check(same(whole, three));
   check(same(whole, single));

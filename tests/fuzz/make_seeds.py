@@ -20,7 +20,8 @@ def write(target, name, data):
         f.write(data)
 
 
-# --- fuzz_http_response: a control byte (bit i: response i answers HEAD), then the bytes ---
+# --- fuzz_http_response: a control byte (bit i < 6: response i answers HEAD; bit 6: the GETs
+# asked for a WebSocket), then the bytes ---
 def responses():
     ok5 = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
     chunked = ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -42,6 +43,9 @@ def responses():
                  "0\r\n\r\n",
         "bare_lf_status_line": "\x00HTTP/1.1 200 OK\nContent-Length: 0\r\n\r\n",
         "switching_protocols": "\x00HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+        "websocket_switch": "\x40HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101 Switching Protocols\r\n"
+                            "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                            "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n\x81\x02hi",
         "obs_fold": "\x00HTTP/1.1 200 OK\r\nX: a\r\n b\r\nContent-Length: 0\r\n\r\n",
         "status_999": "\x00HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n",
         "leading_crlf": "\x00\r\n\r\n" + ok5,

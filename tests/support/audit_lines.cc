@@ -165,4 +165,35 @@ std::vector<AuditLine> readAuditLines(const std::string& path) {
   return lines;
 }
 
+testing::AssertionResult isOneRecord(const std::vector<AuditLine>& lines,
+                                     std::initializer_list<ExpectedMember> expected) {
+  if (lines.size() != 1) {
+    testing::AssertionResult failure = testing::AssertionFailure();
+    failure << lines.size() << " records where one was expected:";
+    for (const AuditLine& line : lines) {
+      failure << "\n  " << line.line;
+    }
+    return failure;
+  }
+  const AuditLine& record = lines.front();
+  testing::AssertionResult result = testing::AssertionSuccess();
+  bool differs = false;
+  for (const ExpectedMember& member : expected) {
+    const bool matches =
+        member.value == "null" ? record.isNull(member.name) : record[member.name] == member.value;
+    if (!matches) {
+      if (!differs) {
+        result = testing::AssertionFailure();
+        differs = true;
+      }
+      result << member.name << " is " << record[member.name] << ", expected " << member.value
+             << "; ";
+    }
+  }
+  if (differs) {
+    result << "in " << record.line;
+  }
+  return result;
+}
+
 }  // namespace sluice::test_support

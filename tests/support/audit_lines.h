@@ -3,6 +3,9 @@
 // reader of its own (strings unescaped, other values as their JSON text), not sluice's writer
 // run backwards.
 
+#include <gtest/gtest.h>
+
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -26,5 +29,18 @@ struct AuditLine {
 
 // Every complete line of `path`, in order. A line that is not a JSON object fails the test.
 std::vector<AuditLine> readAuditLines(const std::string& path);
+
+// One expected member of a record: its name and value as AuditLine::operator[] gives it
+// ("allow", "200"); the value "null" expects JSON null (isNull), never the string "null".
+struct ExpectedMember {
+  std::string_view name;
+  std::string_view value;
+};
+
+// Success when `lines` is exactly one record and it has every `expected` member; a failure says
+// which member differs and prints the whole line:
+//   ASSERT_TRUE(isOneRecord(lines, {{"decision", "deny"}, {"reason", "bad_request"}}));
+testing::AssertionResult isOneRecord(const std::vector<AuditLine>& lines,
+                                     std::initializer_list<ExpectedMember> expected);
 
 }  // namespace sluice::test_support

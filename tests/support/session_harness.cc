@@ -42,7 +42,7 @@ SessionBed::SessionBed() {
   EXPECT_EQ(uv_loop_init(&loop_), 0);
   // As the worker does: a finished session is freed on the loop's next turn, never inside the
   // close callback that handed it back.
-  free_finished_.emplace(&loop_, [this] { finished_owners_.clear(); });
+  finished_sessions_.emplace(&loop_);
   // As the worker does: what the callbacks of one round wrote to the audit file goes out after
   // it (sessions also flush their own records before their answers).
   uv_check_init(&loop_, &flush_audit_);
@@ -212,35 +212,37 @@ bool SessionBed::allSessionsFinished(std::chrono::milliseconds limit) {
 }
 
 void SessionBed::abortSessions() {
-  std::vector<const void*> live;
-  for (const auto& [key, session] : sessions_) {
-    live.push_back(key);
+  // Keys first: an abort may finish its session, which erases it from sessions_.
+  std::vector<proxy::session::ClientConnection*> live;
+  for (const auto& [session, owned] : sessions_) {
+    live.push_back(session);
   }
-  for (const void* key : live) {
-    if (auto it = sessions_.find(key); it != sessions_.end()) {
-      it->second.abort();
+  for (proxy::session::ClientConnection* session : live) {
+    if (sessions_.count(session) != 0) {
+      session->abort();
     }
   }
 }
 
-void SessionBed::keep(const void* key, std::shared_ptr<void> owner, std::function<void()> abort) {
-  sessions_.emplace(key, Live{std::move(owner), std::move(abort)});
+proxy::session::ClientConnection& SessionBed::keep(
+    std::unique_ptr<proxy::session::ClientConnection> session) {
+  proxy::session::ClientConnection* key = session.get();
+  sessions_.emplace(key, std::move(session));
+  return *key;
 }
 
-void SessionBed::finished(const void* key) {
-  auto it = sessions_.find(key);
+void SessionBed::finished(proxy::session::ClientConnection* session) {
+  auto it = sessions_.find(session);
   ASSERT_NE(it, sessions_.end()) << "a session finished twice, or one the bed never kept";
-  finished_owners_.push_back(std::move(it->second.owner));
+  finished_sessions_->add(std::move(it->second));  // as the worker's sessionFinished()
   sessions_.erase(it);
   ++finished_;
-  free_finished_->schedule();  // as the worker's sessionFinished(): freed on the next turn
 }
 
 SessionBed::~SessionBed() {
   abortSessions();
   EXPECT_TRUE(allSessionsFinished()) << sessions_.size() << " session(s) never finished";
-  free_finished_->close(nullptr);
-  finished_owners_.clear();
+  finished_sessions_->close(nullptr);
   for (auto& client : clients_) {
     client->close();
   }
@@ -297,11 +299,9 @@ void startSession(SessionBed& bed, int fd, std::string_view sandbox_name, Entry 
     return;
   }
   const std::uint64_t id = bed.state().next_connection_id.fetch_add(1);
-  auto owned = std::make_shared<Session>(
+  Session* session = &bed.keep(std::make_unique<Session>(
       context, generation, *view, id,
-      entry == Entry::Transparent ? Session::Listener::Transparent : Session::Listener::Explicit);
-  Session* session = owned.get();
-  bed.keep(session, std::move(owned), [session] { session->abort(); });
+      entry == Entry::Transparent ? Session::Listener::Transparent : Session::Listener::Explicit));
   const auto& sandbox_max = view->sandbox->limits.max_connections;
   const Session::OpenCount open = session->openedAs();
   const bool over_global = open.gateway > generation->config->limits.max_connections;

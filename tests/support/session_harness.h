@@ -33,7 +33,7 @@
 #include "certs/ca.h"
 #include "certs/leaf_cache.h"
 #include "proxy/dns/resolver.h"
-#include "proxy/io/loop_handles.h"
+#include "proxy/io/deferred_delete.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
 #include "proxy/session/upstream_pool.h"
@@ -42,6 +42,10 @@
 #include "tests/support/fake_dns_server.h"
 #include "tests/support/loop_peer.h"
 #include "tests/support/temp_dir.h"
+
+namespace sluice::proxy::session {
+class ClientConnection;  // named in the harness's .cc only (startSession)
+}  // namespace sluice::proxy::session
 
 namespace sluice::test_support {
 
@@ -125,17 +129,13 @@ class SessionBed {
 
   // --- for startSession() ---
   proxy::session::WorkerContext& context() { return context_; }
-  // Keeps a started session until finished(key) (`abort` ends it early: abortSessions()).
-  void keep(const void* key, std::shared_ptr<void> owner, std::function<void()> abort);
+  // Keeps a started session until finished(session) (abortSessions() ends it early).
+  proxy::session::ClientConnection& keep(std::unique_ptr<proxy::session::ClientConnection> session);
   // Called by the session's WorkerContext::finished; the session is deleted on the loop's next
-  // turn, as the worker deletes it.
-  void finished(const void* key);
+  // turn, as the worker deletes it (the same io::DeferredDelete).
+  void finished(proxy::session::ClientConnection* session);
 
  private:
-  struct Live {
-    std::shared_ptr<void> owner;
-    std::function<void()> abort;
-  };
   std::string yaml(const BedConfig& config) const;
 
   TempDir dir_;
@@ -155,11 +155,12 @@ class SessionBed {
   proxy::session::WorkerContext context_;
   std::string audit_path_;
   std::vector<std::unique_ptr<LoopPeer>> clients_;
-  std::unordered_map<const void*, Live> sessions_;
+  std::unordered_map<proxy::session::ClientConnection*,
+                     std::unique_ptr<proxy::session::ClientConnection>>
+      sessions_;
   std::size_t finished_ = 0;
-  // Sessions that finished this turn, freed on the next (free_finished_).
-  std::vector<std::shared_ptr<void>> finished_owners_;
-  std::optional<proxy::io::NextTurn> free_finished_;
+  // Sessions that finished, freed on the loop's next turn.
+  std::optional<proxy::io::DeferredDelete<proxy::session::ClientConnection>> finished_sessions_;
 };
 
 // Makes the session for the accepted connection `fd` on the `entry` listener of sandbox

@@ -7,13 +7,14 @@ from netutil import read_text, wait_until
 
 FIELDS = ("ts", "sandbox", "conn", "client", "mode", "sni", "host", "method", "url",
           "orig_dst", "addrs", "upstream", "decision", "rule", "reason", "status",
-          "req_bytes", "resp_bytes", "req_sha256", "resp_sha256", "duration_ms", "chain")
+          "req_bytes", "resp_bytes", "req_sha256", "resp_sha256", "proto", "upstream_proto",
+          "upgrade", "duration_ms", "chain")
 REASONS = {"not_allowed_host", "not_allowed_port", "not_allowed_scheme", "not_allowed_method",
            "not_allowed_path", "bad_host", "ip_literal", "ip_denied", "sni_missing",
            "sni_mismatch", "host_missing", "host_duplicate", "host_mismatch", "dns_failed",
            "dns_mismatch", "not_tls", "bad_request", "header_too_large", "upstream_connect",
            "upstream_cert", "upstream_timeout", "secret_misuse", "rate_limited",
-           "too_many_connections", "audit_unavailable"}
+           "too_many_connections", "upgrade_not_allowed", "audit_unavailable"}
 _TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -34,6 +35,10 @@ def check_shape(rec, hash_bodies=True, client_re=None):
     assert (client_re or _CLIENT).match(rec["client"]), rec
     assert isinstance(rec["addrs"], list) or rec["addrs"] is None, rec
     assert rec["status"] is None or isinstance(rec["status"], int), rec
+    assert rec["proto"] in (None, "http/1.1", "h2"), rec
+    assert rec["upstream_proto"] in (None, "http/1.1", "h2"), rec
+    assert rec["upstream_proto"] is None or rec["upstream"] is not None, rec
+    assert rec["upgrade"] in (None, "websocket"), rec
     for key in ("req_bytes", "resp_bytes", "duration_ms"):
         assert rec[key] is None or isinstance(rec[key], (int, float)), rec
     if hash_bodies:

@@ -11,6 +11,7 @@ PROXY_STATUS = {
     "not_allowed_scheme": {"http_request_denied"},
     "not_allowed_method": {"http_request_denied"},
     "not_allowed_path": {"http_request_denied"},
+    "upgrade_not_allowed": {"http_request_denied"},
     "bad_host": {"http_request_denied", "http_request_error"},
     "ip_literal": {"destination_ip_prohibited"},
     "ip_denied": {"destination_ip_prohibited"},

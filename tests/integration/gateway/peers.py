@@ -129,6 +129,7 @@ class Dnsmasq:
         "wrongname.wild.test": ["127.0.0.20"], "second.test": ["127.0.0.21"],
         "attacker.test": ["127.0.0.66"], "atk.wild.test": ["127.0.0.66"],
         "refused.wild.test": ["127.0.0.22"],
+        "ws.test": ["127.0.0.23"],  # the WebSocket origin of test_websocket.py (ws_origin.py)
         "loop.wild.test": ["127.0.0.1"], "meta.wild.test": ["169.254.169.254"],
         "priv.wild.test": ["10.0.0.1"], "mixed.wild.test": ["127.0.0.20", "127.0.0.1"],
         # the same targets under a rule without `ips`: docs/policy.md#addresses alone must deny them

@@ -35,7 +35,8 @@ def test_https_get_returns_upstream_bytes_unchanged(gw, bed):
     expect.record(rec, sandbox="sbx1", mode="connect", decision="allow", rule="cdn",
                   reason=None, sni="allowed.test", host="allowed.test", method="GET",
                   url="https://allowed.test:%d%s" % (gw.t, path), status=200,
-                  resp_bytes=len(bed.content.small), resp_sha256=sha(bed.content.small))
+                  resp_bytes=len(bed.content.small), resp_sha256=sha(bed.content.small),
+                  proto="http/1.1", upstream_proto="http/1.1", upgrade=None)
     expect.upstream_is(rec, "127.0.0.20", gw.t)
 
 
@@ -150,7 +151,7 @@ def test_plain_http_with_https_only_rule_is_not_allowed_scheme(make_gw, bed):
     assert not [e for e in bed.nginx.access("cdn") if m in e["uri"]]
     rec = g.audit.one(mark, lambda r: r["client"] == ex.client)
     expect.record(rec, mode="forward", decision="deny", reason="not_allowed_scheme",
-                  status=403, upstream=None)
+                  status=403, upstream=None, proto="http/1.1", upstream_proto=None)
 
 
 def test_second_origin_on_its_own_address(gw, bed):

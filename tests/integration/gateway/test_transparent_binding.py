@@ -112,7 +112,7 @@ def test_a_client_hello_without_sni_is_refused_with_an_alert(env):
     assert ex.responses == [] and ex.close_how in ("eof", "reset")
     rec = env.audit.one(m.audit)
     check_record(env, rec, "%s:443" % DOC4, "deny", "sni_missing", None, None, None,
-                 client=ex.client, upstream=None)
+                 client=ex.client, upstream=None, proto=None, upstream_proto=None)
     nothing_reached(env, m)
 
 
@@ -151,7 +151,7 @@ def test_plain_http_with_a_host_not_allowed_is_refused(env, host):
     denial(r.final, 403, "not_allowed_host")
     rec = env.audit.one(m.audit)
     check_record(env, rec, "%s:80" % DOC4, "deny", "not_allowed_host", None, host, 403,
-                 upstream=None)
+                 upstream=None, proto="http/1.1", upstream_proto=None)
     nothing_reached(env, m)
     assert not m.dns.asked(host)
 

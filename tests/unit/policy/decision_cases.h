@@ -69,6 +69,12 @@ policies:
       - name: v6-wide
         hosts: [v6.test]
         ips: ["::/0", "2000::/3"]
+      - name: live-feed
+        hosts: [live.test]
+        paths: [/feed/]
+        websocket: true
+      - name: live-rest
+        hosts: [live.test]
 )";
 
 // Sentinels for the string facts of a row.
@@ -89,6 +95,7 @@ struct Case {
   int host_count = 1;
   std::string_view host_header = kSame;
   std::string_view uri_authority = {};  // absolute-form target's authority, if any
+  bool websocket = false;               // the request asks for a WebSocket upgrade
   std::vector<std::string_view> addresses = {};
   bool resolved = false;
   Verdict verdict = Verdict::Deny;
@@ -152,6 +159,7 @@ TEST_P(DecisionTest, Decides) {
     if (head.absolute_form) {
       head.uri_authority = sameOr(c.uri_authority, c.host);
     }
+    head.websocket = c.websocket;
     facts.request = &head;
   }
   std::vector<IpAddress> addresses;

@@ -47,6 +47,8 @@ const std::vector<Row> kRows = {
     // Per-sandbox limits hold in report mode too: they protect the other sandboxes.
     {Reason::RateLimited, "rate_limited", 429, "http_request_denied", false},
     {Reason::TooManyConnections, "too_many_connections", 503, "connection_limit_reached", false},
+    // A rule that matches all but `websocket: true`: a policy reason (report mode records it).
+    {Reason::UpgradeNotAllowed, "upgrade_not_allowed", 403, "http_request_denied", true},
     // A record that cannot be written stops the sandbox in every mode.
     {Reason::AuditUnavailable, "audit_unavailable", 503, "proxy_internal_error", false},
 };

@@ -51,6 +51,7 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
   sandbox.countRequest("allow", Reason::None);
   sandbox.countRequest("deny", Reason::NotAllowedHost);
   sandbox.connections_active.fetch_add(3);
+  sandbox.websocket_sessions_active.fetch_add(1);
   sandbox.addBytes(10, 2000);
   sandbox.request_duration.observe(1500);     // 1.5 ms
   sandbox.request_duration.observe(3000000);  // 3 s
@@ -79,6 +80,9 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
       "# HELP sluice_connections_active Client connections open now.\n"
       "# TYPE sluice_connections_active gauge\n"
       "sluice_connections_active{sandbox=\"agent-1\"} 3\n"
+      "# HELP sluice_websocket_sessions_active WebSocket sessions relaying now.\n"
+      "# TYPE sluice_websocket_sessions_active gauge\n"
+      "sluice_websocket_sessions_active{sandbox=\"agent-1\"} 1\n"
       "# HELP sluice_bytes_total Body bytes of requests and responses (the audit record's "
       "req_bytes, resp_bytes).\n"
       "# TYPE sluice_bytes_total counter\n"
@@ -180,12 +184,13 @@ TEST(RenderPrometheus, NoSandboxesStillListsEveryFamilyAndTheFixedZeros) {
   const std::string text = renderPrometheus(gateway, {}, "v");
   for (const char* family :
        {"sluice_build_info gauge", "sluice_requests_total counter",
-        "sluice_connections_active gauge", "sluice_bytes_total counter",
-        "sluice_dns_queries_total counter", "sluice_certs_minted_total counter",
-        "sluice_config_reloads_total counter", "sluice_dns_lookup_seconds histogram",
-        "sluice_upstream_connect_seconds histogram", "sluice_request_duration_seconds histogram",
-        "sluice_audit_unavailable gauge", "sluice_audit_pending_records gauge",
-        "sluice_audit_pending_bytes gauge", "sluice_audit_write_failures_total counter",
+        "sluice_connections_active gauge", "sluice_websocket_sessions_active gauge",
+        "sluice_bytes_total counter", "sluice_dns_queries_total counter",
+        "sluice_certs_minted_total counter", "sluice_config_reloads_total counter",
+        "sluice_dns_lookup_seconds histogram", "sluice_upstream_connect_seconds histogram",
+        "sluice_request_duration_seconds histogram", "sluice_audit_unavailable gauge",
+        "sluice_audit_pending_records gauge", "sluice_audit_pending_bytes gauge",
+        "sluice_audit_write_failures_total counter",
         "sluice_audit_refused_connections_total counter"}) {
     EXPECT_NE(text.find(std::string("# TYPE ") + family + "\n"), std::string::npos) << family;
   }

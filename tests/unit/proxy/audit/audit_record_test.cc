@@ -23,7 +23,7 @@ constexpr std::size_t kMethodCap = 32;
 constexpr std::size_t kSniCap = 512;
 constexpr std::size_t kHostCap = 512;
 constexpr std::size_t kUrlCap = 4096;
-constexpr std::size_t kFixedMax = 900;      // everything sluice writes itself, addrs empty
+constexpr std::size_t kFixedMax = 1000;     // everything sluice writes itself, addrs empty
 constexpr std::size_t kPerAddressMax = 48;  // 45 characters of IPv6 text, quotes, a comma
 constexpr std::size_t kTruncatedMax = 120;  // ,"truncated":{4 fields with 20-digit lengths}
 // The whole record (up to `,"chain"`; the chain member adds 77 bytes) without addresses.
@@ -292,6 +292,9 @@ AuditRecord longestFixedPart(std::vector<policy::IpAddress>& addrs, std::size_t 
   r.hashed = true;
   r.req_sha256.fill(0xab);
   r.resp_sha256.fill(0xcd);
+  r.proto = Proto::Http1;  // "http/1.1" is longer than "h2"
+  r.upstream_proto = Proto::Http1;
+  r.websocket = true;
   r.duration_ms = std::uint64_t{1} << 63;
   return r;
 }

@@ -104,12 +104,19 @@ TEST(HeadWriter, HopByHopFieldsAreDropped) {
   EXPECT_EQ(requestHead(r.head(), "a"), "GET / HTTP/1.1\r\nHost: a\r\nX-Kept: 3\r\n\r\n");
 }
 
-TEST(HeadWriter, WebSocketUpgradeIsForwardedAsAPlainRequest) {
+// The client's upgrade fields never pass as it wrote them: without Upgrade::WebSocket (no rule
+// granted it) they are dropped; with it, sluice writes its own two fields, last.
+TEST(HeadWriter, WebSocketUpgradeFieldsAreSluicesOwn) {
   ParsedRequest r(
-      "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
-      "Sec-WebSocket-Version: 13\r\n\r\n");
+      "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade, X-Hop\r\n"
+      "Upgrade: WebSocket, h2c\r\nX-Hop: 1\r\nSec-WebSocket-Version: 13\r\n\r\n");
   EXPECT_EQ(requestHead(r.head(), "a"),
             "GET /ws HTTP/1.1\r\nHost: a\r\nSec-WebSocket-Version: 13\r\n\r\n");
+  std::string out;
+  writeRequestHead(out, r.head(), r.head().origin_target, "a", {}, Upgrade::WebSocket);
+  EXPECT_EQ(out,
+            "GET /ws HTTP/1.1\r\nHost: a\r\nSec-WebSocket-Version: 13\r\n"
+            "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
 }
 
 TEST(HeadWriter, InjectedFieldReplacesTheClientsCaseInsensitively) {
@@ -195,6 +202,28 @@ TEST(HeadWriter, ResponseKeepsEndToEndFieldsAndRewritesFraming) {
   EXPECT_EQ(out,
             "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nSet-Cookie: a=b\r\n"
             "Content-Length: 42\r\n\r\n");
+}
+
+// A 101 to websocket: the upgrade fields sluice writes, no framing, and never Connection: close
+// (the connection is the WebSocket's).
+TEST(HeadWriter, SwitchedResponseWritesTheUpgradeFields) {
+  ResponseParser parser;
+  parser.expect("GET", Upgrade::WebSocket);
+  struct : ResponseBodySink {
+    void onResponseBody(std::span<const char>) override {}
+  } sink;
+  ASSERT_EQ(parser
+                .feed(std::string_view("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                                       "Connection: upgrade, X-Hop\r\nX-Hop: 1\r\n"
+                                       "Sec-WebSocket-Accept: abc=\r\n\r\n"),
+                      sink)
+                .kind,
+            EventKind::HeadComplete);
+  std::string out;
+  writeResponseHead(out, parser.head(), ResponseFraming::Switched, true);
+  EXPECT_EQ(out,
+            "HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Accept: abc=\r\n"
+            "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
 }
 
 TEST(HeadWriter, UntilCloseBodyIsRechunkedAndCloseIsAnnounced) {

@@ -59,6 +59,7 @@ struct Seen {
   std::uint64_t content_length = 0;
   bool keep_alive = false;
   bool upgrade = false;
+  bool websocket = false;
   std::string origin;
   std::string body;
   std::size_t head_bytes = 0;  // consumed by the HeadComplete/ConnectHead event
@@ -83,6 +84,7 @@ Seen copyHead(const RequestHead& h, std::size_t consumed) {
   s.content_length = h.content_length;
   s.keep_alive = h.keep_alive;
   s.upgrade = h.upgrade_requested;
+  s.websocket = h.websocket_upgrade;
   s.origin = h.origin_target;
   s.head_bytes = consumed;
   return s;
@@ -515,9 +517,39 @@ TEST(RequestParser, WebSocketUpgradeThenPipelinedRequestIsParsedAsHttp) {
       "GET /2 HTTP/1.1\r\nHost: evil.test\r\n\r\n");
   ASSERT_EQ(o.events, "HMHM") << o.detail;
   EXPECT_TRUE(o.heads[0].upgrade);
+  EXPECT_TRUE(o.heads[0].websocket);
   EXPECT_EQ(o.heads[1].target, "/2");
   EXPECT_EQ(o.heads[1].host, "evil.test");
   EXPECT_FALSE(o.heads[1].upgrade);
+  EXPECT_FALSE(o.heads[1].websocket);
+}
+
+// Which requests the policy decides as WebSocket upgrades: `websocket` among the tokens of any
+// Upgrade field, in any case, with or without Connection naming it.
+TEST(RequestParser, WebSocketUpgradeIsReadBroadly) {
+  struct Row {
+    const char* fields;
+    bool upgrade;
+    bool websocket;
+  };
+  const Row rows[] = {
+      {"Connection: Upgrade\r\nUpgrade: websocket\r\n", true, true},
+      {"Connection: Upgrade\r\nUpgrade: WebSocket\r\n", true, true},
+      {"Upgrade: websocket\r\n", true, true},  // no Connection: still decided as one
+      {"Connection: Upgrade\r\nUpgrade: h2c, websocket\r\n", true, true},
+      {"Connection: Upgrade\r\nUpgrade: h2c\r\nUpgrade:  websocket \r\n", true, true},
+      {"Connection: Upgrade\r\nUpgrade: h2c\r\n", true, false},
+      {"Connection: Upgrade\r\nUpgrade: websocketx\r\n", true, false},
+      {"Connection: Upgrade\r\n", false, false},
+      {"X-Upgrade: websocket\r\n", false, false},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.fields);
+    Outcome o = parseEveryWay(std::string("GET /ws HTTP/1.1\r\nHost: a\r\n") + row.fields + "\r\n");
+    ASSERT_EQ(o.events, "HM") << o.detail;
+    EXPECT_EQ(o.heads[0].upgrade, row.upgrade);
+    EXPECT_EQ(o.heads[0].websocket, row.websocket);
+  }
 }
 
 TEST(RequestParser, H2cUpgradeThenPipelinedRequestIsParsedAsHttp) {

@@ -414,3 +414,70 @@ TEST(ResponseParser, ManyResponsesByteByByte) {
 
 }  // namespace
 }  // namespace sluice::proxy::http
+
+namespace sluice::proxy::http {
+namespace {
+
+// Feeds `input` in pieces of `step` bytes (0: at once) to a parser that expects a 101 to the
+// WebSocket a GET asked for, up to the first event that is not NeedMore; returns it and the
+// bytes consumed in all.
+std::pair<ParseEvent, std::size_t> feedUpgrade(ResponseParser& parser, std::string_view input,
+                                               std::size_t step, Collector& sink) {
+  parser.expect("GET", Upgrade::WebSocket);
+  std::size_t offset = 0;
+  while (true) {
+    const std::size_t n = step == 0 ? input.size() - offset : std::min(step, input.size() - offset);
+    const ParseEvent e = parser.feed(input.substr(offset, n), sink);
+    offset += e.consumed;
+    if (e.kind != EventKind::NeedMore || offset >= input.size()) {
+      return {e, offset};
+    }
+  }
+}
+
+constexpr std::string_view kSwitchHead =
+    "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+    "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+
+// A 101 to the WebSocket the request asked for ends the HTTP: HeadComplete with Switched, and
+// the bytes after the head (the origin's first frame) are left to the caller, however the input
+// is split. Nothing is parsed after it.
+TEST(ResponseParser, SwitchToTheWebSocketAskedFor) {
+  const std::string input = std::string(kSwitchHead) + "\x81\x02hi";
+  for (std::size_t step : {std::size_t{0}, std::size_t{1}, std::size_t{7}}) {
+    SCOPED_TRACE(step);
+    ResponseParser parser(kMaxHead);
+    Collector sink;
+    auto [event, consumed] = feedUpgrade(parser, input, step, sink);
+    ASSERT_EQ(event.kind, EventKind::HeadComplete) << event.detail;
+    EXPECT_EQ(consumed, kSwitchHead.size());
+    EXPECT_EQ(parser.head().status, 101);
+    EXPECT_EQ(parser.head().framing, ResponseFraming::Switched);
+    EXPECT_FALSE(parser.head().keep_alive);
+    EXPECT_EQ(sink.body, "");
+    EXPECT_EQ(parser.feed(std::string_view("\x81\x02hi"), sink).kind, EventKind::Error);
+  }
+}
+
+// Only that switch: the origin must name websocket as the one protocol, and frame nothing.
+TEST(ResponseParser, OtherSwitchesAreRefusedEvenWhenAWebSocketWasAskedFor) {
+  const std::string_view status = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n";
+  for (std::string_view fields : {"Upgrade: h2c\r\n", "Upgrade: websocket, h2c\r\n", "",
+                                  "Upgrade: websocket\r\nUpgrade: websocket\r\n",
+                                  "Upgrade: websocket\r\nContent-Length: 0\r\n",
+                                  "Upgrade: websocket\r\nTransfer-Encoding: chunked\r\n"}) {
+    SCOPED_TRACE(fields);
+    ResponseParser parser(kMaxHead);
+    Collector sink;
+    const std::string input = std::string(status) + std::string(fields) + "\r\n";
+    EXPECT_EQ(feedUpgrade(parser, input, 0, sink).first.kind, EventKind::Error);
+  }
+  // Asked for nothing (expect() without an upgrade): no 101 is an answer.
+  ResponseParser parser(kMaxHead);
+  Collector sink;
+  parser.expect("GET");
+  EXPECT_EQ(parser.feed(kSwitchHead, sink).kind, EventKind::Error);
+}
+
+}  // namespace
+}  // namespace sluice::proxy::http

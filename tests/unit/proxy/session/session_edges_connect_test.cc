@@ -72,10 +72,8 @@ TEST_F(SessionConnectEdgesTest, AbortWhileConnectingCancelsTheDial) {
   ASSERT_TRUE(awaitEnd(bed_, client));
   EXPECT_EQ(client.received(), "");
   std::vector<AuditLine> lines = bed_.auditLines();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0]["decision"], "allow");
-  EXPECT_EQ(lines[0]["rule"], "blackhole");
-  EXPECT_TRUE(lines[0].isNull("status")) << lines[0].line;
+  ASSERT_TRUE(
+      isOneRecord(lines, {{"decision", "allow"}, {"rule", "blackhole"}, {"status", "null"}}));
 }
 
 // connector Handshaking -> Idle: inside a tunnel, the worker shuts down while the upstream's
@@ -103,10 +101,8 @@ TEST_F(SessionConnectEdgesTest, AbortWhileTheUpstreamHandshakeStallsCancelsIt) {
   ASSERT_TRUE(awaitEnd(bed_, client));
   EXPECT_EQ(client.received(), "");
   std::vector<AuditLine> lines = bed_.auditLines();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0]["decision"], "allow");
-  EXPECT_EQ(lines[0]["rule"], "tls-stall");
-  EXPECT_TRUE(lines[0].isNull("status")) << lines[0].line;
+  ASSERT_TRUE(
+      isOneRecord(lines, {{"decision", "allow"}, {"rule", "tls-stall"}, {"status", "null"}}));
 }
 
 // connector Idle -> Connecting: an allowed IP literal is its own, already checked, address:
@@ -126,10 +122,8 @@ TEST_F(SessionConnectEdgesTest, AllowedIpLiteralIsDialledWithoutALookup) {
   EXPECT_EQ(bed_.dns().queries(), 0);
   EXPECT_EQ(bed_.origin().requestsFor("/lit").size(), 1u);
   std::vector<AuditLine> lines = awaitAudit(bed_, 1);
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0]["decision"], "allow");
-  EXPECT_EQ(lines[0]["rule"], "literal");
-  EXPECT_EQ(lines[0]["upstream"], authority);
+  ASSERT_TRUE(
+      isOneRecord(lines, {{"decision", "allow"}, {"rule", "literal"}, {"upstream", authority}}));
 }
 
 // connection TlsHandshake -> Lingering: the CONNECT was allowed and the ClientHello too, but
@@ -236,12 +230,11 @@ TEST_F(SessionTransparentEdgesTest, PlainHttpToALiteralThatWasNotDialledIsDnsMis
   EXPECT_EQ(bed_.origin().accepted(), 0u);
   EXPECT_EQ(bed_.dns().queries(), 0);
   std::vector<AuditLine> lines = awaitAudit(bed_, 1);
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0]["decision"], "deny");
-  EXPECT_EQ(lines[0]["reason"], "dns_mismatch");
-  EXPECT_EQ(lines[0]["rule"], "literal80");
-  EXPECT_EQ(lines[0]["mode"], "transparent");
-  EXPECT_TRUE(lines[0].isNull("orig_dst")) << lines[0].line;
+  ASSERT_TRUE(isOneRecord(lines, {{"decision", "deny"},
+                                  {"reason", "dns_mismatch"},
+                                  {"rule", "literal80"},
+                                  {"mode", "transparent"},
+                                  {"orig_dst", "null"}}));
 }
 
 // connection Sniffing -> ReadingClientHello: a first byte 0x16 is a TLS handshake record; H is
@@ -260,10 +253,8 @@ TEST_F(SessionTransparentEdgesTest, ClientHelloIsReadForItsSni) {
   ASSERT_TRUE(bed_.allSessionsFinished());
   EXPECT_EQ(bed_.tlsOrigin().accepted(), 0u);
   std::vector<AuditLine> lines = bed_.auditLines();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0]["decision"], "deny");
-  EXPECT_EQ(lines[0]["mode"], "transparent");
-  EXPECT_EQ(lines[0]["url"], "https://origin.test:443");
+  ASSERT_TRUE(isOneRecord(
+      lines, {{"decision", "deny"}, {"mode", "transparent"}, {"url", "https://origin.test:443"}}));
 }
 
 }  // namespace

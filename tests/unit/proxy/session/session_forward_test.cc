@@ -152,15 +152,14 @@ TEST_F(SessionForwardTest, DeniedHostIsAnswered403WithItsReasonAuditedAndClosed)
   EXPECT_EQ(bed_.dns().queries("elsewhere.test"), 0) << "a denied name is never resolved";
   EXPECT_EQ(bed_.origin().accepted(), 0u);
   std::vector<AuditLine> lines = bed_.auditLines();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0]["decision"], "deny");
-  EXPECT_EQ(lines[0]["reason"], "not_allowed_host");
-  EXPECT_EQ(lines[0]["status"], "403");
-  EXPECT_EQ(lines[0]["mode"], "forward");
-  EXPECT_EQ(lines[0]["url"], "http://elsewhere.test/x");
-  EXPECT_TRUE(lines[0].isNull("rule")) << lines[0].line;
-  EXPECT_TRUE(lines[0].isNull("upstream")) << lines[0].line;
-  EXPECT_EQ(lines[0]["addrs"], "[]");
+  ASSERT_TRUE(isOneRecord(lines, {{"decision", "deny"},
+                                  {"reason", "not_allowed_host"},
+                                  {"status", "403"},
+                                  {"mode", "forward"},
+                                  {"url", "http://elsewhere.test/x"},
+                                  {"rule", "null"},
+                                  {"upstream", "null"},
+                                  {"addrs", "[]"}}));
 }
 
 // Requests sluice refuses on its head alone: each gets its status and reason, a record, and the
@@ -192,10 +191,9 @@ TEST_P(SessionRefusedHeadTest, IsAnsweredAuditedAndClosedWithoutADial) {
   EXPECT_EQ(bed_.dns().queries(), 0);
   EXPECT_EQ(bed_.origin().accepted(), 0u);
   std::vector<AuditLine> lines = bed_.auditLines();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0]["decision"], "deny");
-  EXPECT_EQ(lines[0]["reason"], GetParam().reason);
-  EXPECT_EQ(lines[0]["status"], std::to_string(GetParam().status));
+  ASSERT_TRUE(isOneRecord(lines, {{"decision", "deny"},
+                                  {"reason", GetParam().reason},
+                                  {"status", std::to_string(GetParam().status)}}));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -252,9 +250,7 @@ TEST_F(SessionForwardTest, ClientHalfClosesAfterACompleteRequestAndStillGetsTheA
   EXPECT_EQ(client.end(), LoopPeer::End::Eof);
   ASSERT_TRUE(bed_.allSessionsFinished());
   std::vector<AuditLine> lines = bed_.auditLines();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0]["decision"], "allow");
-  EXPECT_EQ(lines[0]["status"], "200");
+  ASSERT_TRUE(isOneRecord(lines, {{"decision", "allow"}, {"status", "200"}}));
 }
 
 TEST_F(SessionForwardTest, ClientHalfClosesMidBodyIsABadRequestAndTheUpstreamIsDropped) {
@@ -276,11 +272,9 @@ TEST_F(SessionForwardTest, ClientHalfClosesMidBodyIsABadRequestAndTheUpstreamIsD
   ASSERT_TRUE(bed_.allSessionsFinished());
   EXPECT_EQ(bed_.pool().idle(), 0u);
   std::vector<AuditLine> lines = bed_.auditLines();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0]["decision"], "deny");
-  EXPECT_EQ(lines[0]["reason"], "bad_request");
-  EXPECT_EQ(lines[0]["status"], "400");
-  EXPECT_EQ(lines[0]["req_bytes"], "4");
+  ASSERT_TRUE(isOneRecord(
+      lines,
+      {{"decision", "deny"}, {"reason", "bad_request"}, {"status", "400"}, {"req_bytes", "4"}}));
 }
 
 TEST_F(SessionForwardTest, ClientHalfClosesMidHeadIsClosedWithoutAnswerOrRecord) {

@@ -44,10 +44,8 @@ TEST_F(SessionHeldBodyTest, BodyCarryingAPlaceholderNoRuleInjectsIsRefusedBefore
   EXPECT_EQ(bed_.dns().queries(), 0);
   EXPECT_EQ(bed_.origin().accepted(), 0u);
   std::vector<AuditLine> lines = bed_.auditLines();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0]["decision"], "deny");
-  EXPECT_EQ(lines[0]["reason"], "secret_misuse");
-  EXPECT_EQ(lines[0]["status"], "403");
+  ASSERT_TRUE(
+      isOneRecord(lines, {{"decision", "deny"}, {"reason", "secret_misuse"}, {"status", "403"}}));
 }
 
 TEST_F(SessionHeldBodyTest, HeaderCarryingAPlaceholderIsRefusedBeforeAnyLookup) {
@@ -120,9 +118,7 @@ TEST_F(SessionHeldBodyTest, ClientHalfClosesWhileTheBodyIsHeldIs400AndNothingIsD
   EXPECT_EQ(bed_.dns().queries(), 0);
   EXPECT_EQ(bed_.origin().accepted(), 0u);
   std::vector<AuditLine> lines = bed_.auditLines();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0]["reason"], "bad_request");
-  EXPECT_EQ(lines[0]["req_bytes"], "6");
+  ASSERT_TRUE(isOneRecord(lines, {{"reason", "bad_request"}, {"req_bytes", "6"}}));
 }
 
 }  // namespace

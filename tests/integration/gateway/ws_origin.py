@@ -1,0 +1,76 @@
+"""A WebSocket origin (python3-websockets 10.4, the library Debian ships) for the tests of
+docs/wire.md#websocket: TLS with a leaf of the bed's test CA, on its own loopback address, in a
+thread of the test process with its own asyncio loop. It records each handshake it accepted
+(path and request headers) and serves three paths:
+
+  /feed/echo      each text message comes back as "echo:<message>"
+  /feed/push      sends "tick-0".."tick-<n-1>" spaced by `push_gap` seconds, then closes
+  /feed/close     closes at once with code 4001
+Anything else is refused with 404 before the upgrade."""
+import asyncio
+import http
+import ssl
+import threading
+
+import websockets
+
+ADDRESS = "127.0.0.23"
+NAME = "ws.test"
+
+
+class WsOrigin:
+    def __init__(self, pki, push_count=3, push_gap=0.3):
+        self.handshakes = []  # (path, {lower-case header: value}) of each accepted upgrade
+        self.push_count = push_count
+        self.push_gap = push_gap
+        leaf = pki.test_ca.issue("ws-origin", NAME, dns=[NAME])
+        self._ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self._ctx.load_cert_chain(leaf.cert, leaf.key)
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._server = None
+        self.port = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10) or self.port is None:
+            raise RuntimeError("the WebSocket origin did not start")
+
+    def _run(self):
+        asyncio.set_event_loop(self._loop)
+        self._server = self._loop.run_until_complete(websockets.serve(
+            self._handle, ADDRESS, 0, ssl=self._ctx, process_request=self._check))
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._ready.set()
+        self._loop.run_forever()
+
+    async def _check(self, path, headers):
+        if not path.startswith(("/feed/echo", "/feed/push", "/feed/close")):
+            return http.HTTPStatus.NOT_FOUND, [], b"no such feed\n"
+        self.handshakes.append((path, {k.lower(): v for k, v in headers.raw_items()}))
+        return None
+
+    async def _handle(self, ws, path):
+        try:
+            await self._serve(ws, path)
+        except websockets.WebSocketException:
+            pass  # a client that broke the protocol (a test's raw bytes): the session is over
+
+    async def _serve(self, ws, path):
+        if path.startswith("/feed/echo"):
+            async for message in ws:
+                await ws.send("echo:" + message)
+        elif path.startswith("/feed/push"):
+            for i in range(self.push_count):
+                await ws.send("tick-%d" % i)
+                await asyncio.sleep(self.push_gap)
+            await ws.close()
+        else:
+            await ws.close(code=4001, reason="bye")
+
+    def close(self):
+        async def stop():
+            self._server.close()
+            await self._server.wait_closed()
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)

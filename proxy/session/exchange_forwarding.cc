@@ -170,9 +170,9 @@ void Exchange::onResponseHead(const http::ResponseHead& head) {
 }
 
 // The origin accepted the WebSocket (a 101 to it: the parser takes no other): the head goes to
-// the client, then bytes flow both ways, counted as the request's and the response's, until
-// either side closes or idle_timeout. Frames are relayed, not inspected or masked
-// (docs/wire.md#websocket).
+// the client, then bytes flow both ways, counted as the request's and the response's, until the
+// origin closes (the client's close is passed on to it: onClientClosed) or idle_timeout. Frames
+// are relayed, not inspected or masked (docs/wire.md#websocket).
 void Exchange::switchToWebSocket(const http::ResponseHead& head) {
   if (state_ != ExchangeState::AwaitingResponse) {
     upstreamFailed(policy::Reason::UpstreamConnect, "101 before the request was complete");

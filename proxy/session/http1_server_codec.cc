@@ -30,8 +30,9 @@ void Http1ServerCodec::relayHeld() {
   if (pending() == 0) {
     return;
   }
-  // Sent before the buffer is emptied: a write that fails may close the connection, which
-  // releases nothing of this buffer meanwhile.
+  // Emptied after the upstream channel took the bytes (it writes or copies them before anything
+  // it calls can close the connection; closing frees no codec buffer: only releaseIdleBuffers()
+  // does, between requests).
   exchange_.onRequestBody(std::span<const char>(plain_.data() + offset_, pending()));
   plain_.clear();
   offset_ = 0;

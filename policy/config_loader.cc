@@ -169,25 +169,15 @@ constexpr std::string_view kEmptyServers =
 // past the end: a message shows it as the end it is, and no error points outside the file.
 constexpr char kYamlEndOfInput = '\x04';
 
-// yaml-cpp's message, with a hint where the usual cause is known. A character yaml-cpp quotes
-// from the text is shown escaped when it is a control character (the message goes to a
-// terminal).
+// yaml-cpp's message, with a hint where the usual cause is known. A byte yaml-cpp quotes from
+// the text is shown as \xNN when it is not printable ASCII (the message goes to a terminal).
 std::string parserMessage(const YAML::Exception& e, std::string_view text) {
   std::string message;
   const std::string_view escape = YAML::ErrorMsg::INVALID_ESCAPE;
   if (e.msg == std::string(escape) + kYamlEndOfInput) {
     message = "the text ends inside a double-quoted string, after a backslash";
   } else {
-    for (const char c : e.msg) {
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-        static constexpr char kHex[] = "0123456789abcdef";
-        message += "\\x";
-        message += kHex[(static_cast<unsigned char>(c) >> 4) & 0xf];
-        message += kHex[static_cast<unsigned char>(c) & 0xf];
-      } else {
-        message += c;
-      }
-    }
+    appendPrintable(message, e.msg);
   }
   if (e.msg == YAML::ErrorMsg::UNKNOWN_ANCHOR) {
     message += " (a host pattern starting with '*' must be quoted: \"*.example.com\")";

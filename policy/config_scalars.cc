@@ -54,21 +54,25 @@ bool scaled(std::uint64_t value, std::uint64_t factor, std::uint64_t limit, std:
 
 }  // namespace
 
-std::string quoteForMessage(std::string_view text) {
-  constexpr std::size_t kShown = 64;
+void appendPrintable(std::string& out, std::string_view text) {
   constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "'";
-  const std::size_t shown = text.size() > kShown ? kShown : text.size();
-  for (std::size_t i = 0; i < shown; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
+  for (const char byte : text) {
+    const auto c = static_cast<unsigned char>(byte);
     if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
+      out += byte;
     } else {
       out += "\\x";
       out += kHex[c >> 4];
       out += kHex[c & 0xf];
     }
   }
+}
+
+std::string quoteForMessage(std::string_view text) {
+  constexpr std::size_t kShown = 64;
+  std::string out = "'";
+  const std::size_t shown = text.size() > kShown ? kShown : text.size();
+  appendPrintable(out, text.substr(0, shown));
   if (shown < text.size()) {
     out += "...";
   }

@@ -42,6 +42,9 @@ Result<std::string, std::string> parseHeaderName(std::string_view text);
 // `text` in single quotes for an error message; control and non-ASCII bytes as \xNN, and
 // more than 64 characters shortened with "...", so that a message stays one readable line.
 std::string quoteForMessage(std::string_view text);
+// Appends `text` with control and non-ASCII bytes as \xNN (what quoteForMessage shows), for a
+// message that goes to a terminal.
+void appendPrintable(std::string& out, std::string_view text);
 
 // RFC 9110 tchar: "!#$%&'*+-.^_`|~", digits and letters.
 bool isTchar(char c);

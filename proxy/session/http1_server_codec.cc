@@ -82,10 +82,9 @@ bool Http1ServerCodec::wantsBytes() const {
     case ExchangeState::SendingRequest:
     case ExchangeState::RespondingWhileSending:
     case ExchangeState::FinishingRequest:
-      // The body is read as fast as the upstream takes it.
-      return !exchange_.upstreamBackedUp();
     case ExchangeState::Tunneling:
-      return !exchange_.upstreamBackedUp();  // the WebSocket, as fast as the origin takes it
+      // The body (or the WebSocket's bytes) is read as fast as the upstream takes it.
+      return !exchange_.upstreamBackedUp();
     case ExchangeState::AwaitingResponse:
     case ExchangeState::Responding:
       // The request is complete. Reading goes on, so that the next request of a keep-alive

@@ -10,22 +10,12 @@
 #include <vector>
 
 #include "policy/config_loader.h"
+#include "tests/unit/policy/config_errors.h"
 
 namespace sluice::policy {
 namespace {
 
-std::vector<std::string> errorsOf(const std::string& yaml) {
-  LoadOptions options;
-  options.default_ca_base = "/var/lib/sluice";
-  ConfigResult result = loadConfig(ConfigText{"test.yaml", yaml}, options);
-  std::vector<std::string> lines;
-  if (!result.ok()) {
-    for (const ConfigError& e : result.error()) {
-      lines.push_back(e.toString());
-    }
-  }
-  return lines;
-}
+using test::errorsOf;
 
 TEST(ParserErrors, TheEndOfTheTextInsideAnEscapeIsAtTheEndOfTheLine) {
   const std::string message = "the text ends inside a double-quoted string, after a backslash";

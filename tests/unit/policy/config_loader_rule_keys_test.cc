@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "policy/config_loader.h"
+#include "tests/unit/policy/config_errors.h"
 
 namespace sluice::policy {
 namespace {
@@ -28,22 +29,9 @@ policies:
 )" + rule_keys;
 }
 
-// The errors of loading `yaml` as test.yaml, as `sluice check` prints them; `loaded` gets the
-// configuration when there are none.
 std::vector<std::string> errorsOf(const std::string& yaml,
                                   std::shared_ptr<const Config>* loaded = nullptr) {
-  LoadOptions options;
-  options.default_ca_base = "/var/lib/sluice";
-  ConfigResult result = loadConfig(ConfigText{"test.yaml", yaml}, options);
-  std::vector<std::string> lines;
-  if (!result.ok()) {
-    for (const ConfigError& e : result.error()) {
-      lines.push_back(e.toString());
-    }
-  } else if (loaded != nullptr) {
-    *loaded = std::move(result).value();
-  }
-  return lines;
+  return test::errorsOf(yaml, test::defaultLoadOptions(), "test.yaml", loaded);
 }
 
 TEST(RuleWebSocket, AbsentIsFalse) {

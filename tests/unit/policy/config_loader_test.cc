@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "policy/host_name.h"
+#include "tests/unit/policy/config_errors.h"
 
 namespace sluice::policy {
 namespace {
@@ -16,26 +17,8 @@ using std::chrono::milliseconds;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 
-LoadOptions defaultOptions() {
-  LoadOptions options;
-  options.default_ca_base = "/var/lib/sluice";
-  return options;
-}
-
-// The errors of loading `yaml` as "test.yaml", each as `sluice check` prints it; empty when it
-// loads.
-std::vector<std::string> errorsOf(const std::string& yaml,
-                                  const LoadOptions& options = defaultOptions(),
-                                  const std::string& file = "test.yaml") {
-  ConfigResult result = loadConfig(ConfigText{file, yaml}, options);
-  std::vector<std::string> lines;
-  if (!result.ok()) {
-    for (const ConfigError& e : result.error()) {
-      lines.push_back(e.toString());
-    }
-  }
-  return lines;
-}
+LoadOptions defaultOptions() { return test::defaultLoadOptions(); }
+using test::errorsOf;
 
 std::shared_ptr<const Config> load(const std::string& yaml,
                                    const LoadOptions& options = defaultOptions(),

@@ -1,5 +1,5 @@
 # Every dependency comes from a Debian 12 package; see scripts/install-deps.
-# Debian ships c-ares and libuv with pkg-config files only, yaml-cpp 0.7 names its target
+# Debian ships c-ares, libuv and nghttp2 with pkg-config files only, yaml-cpp 0.7 names its target
 # plain `yaml-cpp`, and llhttp arrives as generated C sources (node-llhttp) that we build here.
 
 find_package(OpenSSL 3.0 REQUIRED)
@@ -16,6 +16,10 @@ if(NOT TARGET libuv::uv)
   pkg_check_modules(LIBUV REQUIRED IMPORTED_TARGET libuv>=1.44)
   add_library(libuv::uv ALIAS PkgConfig::LIBUV)
 endif()
+
+# HTTP/2 framing, HPACK and the stream rules of RFC 9113 (libnghttp2-dev).
+pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2>=1.52)
+add_library(nghttp2::nghttp2 ALIAS PkgConfig::NGHTTP2)
 
 find_package(yaml-cpp 0.7 CONFIG REQUIRED)
 if(NOT TARGET yaml-cpp::yaml-cpp)

@@ -54,6 +54,15 @@ bool ClientConnection::start(int fd) {
 
 void ClientConnection::drain() {
   after_exchange_ = AfterExchange::Drain;
+  if (state_ == ConnectionState::Multiplexing) {
+    // GOAWAY: no new stream; the streams in flight finish, then the connection does.
+    Cork cork(*this);
+    h2_->goAway(0);
+    if (!h2_->busy()) {
+      finishConnection();
+    }
+    return;
+  }
   // Idle between requests (nothing half-read): nothing in flight to finish.
   if ((state_ == ConnectionState::Serving || state_ == ConnectionState::ReadingProxyHead) &&
       codec_.pending() == 0 && !exchange_.inFlight()) {
@@ -106,6 +115,9 @@ void ClientConnection::updateReading() {
     client.stopReading();
   }
   exchange_.updateUpstreamReading(client.backedUp());
+  if (h2_) {
+    h2_->updateUpstreamReading(client.backedUp());
+  }
 }
 
 bool ClientConnection::clientWanted() const {
@@ -118,6 +130,8 @@ bool ClientConnection::clientWanted() const {
       return true;
     case ConnectionState::Serving:
       return codec_.wantsBytes();
+    case ConnectionState::Multiplexing:
+      return h2_->wantsBytes();
     case ConnectionState::Closing:
     case ConnectionState::Closed:
       return false;
@@ -128,6 +142,9 @@ bool ClientConnection::clientWanted() const {
 void ClientConnection::onRead(io::TcpStream& stream, std::span<const char> data) {
   Cork cork(*this);
   if (&stream == &transport_.stream()) {
+    if (h2_) {
+      h2_->collect();  // (a safe point: no stream's exchange is on the stack)
+    }
     if (opening(state_)) {
       // The proxy head, the ClientHello and the TLS handshake: bounded by handshake_timeout.
       noteProgress();
@@ -169,6 +186,7 @@ void ClientConnection::onClientBytes(std::span<const char> data) {
       opening_.onHelloBytes(data);
       return;
     case ConnectionState::TlsHandshake:
+    case ConnectionState::Multiplexing:
       transport_.tls().feed(data);
       pumpClientTls();
       return;
@@ -182,6 +200,16 @@ void ClientConnection::onClientBytes(std::span<const char> data) {
 void ClientConnection::onEof(io::TcpStream& stream) {
   Cork cork(*this);
   if (&stream == &transport_.stream()) {
+    if (state_ == ConnectionState::Multiplexing) {
+      // The streams in flight finish what they can (their responses cannot be read any more
+      // than an HTTP/1.1 one's: the client may only have shut its side), then the connection.
+      closeAfterExchange();
+      h2_->onClientClosed();
+      if (!closing() && !h2_->busy()) {
+        finishConnection();
+      }
+      return;
+    }
     // Nothing decided yet (no head, or only part of one): nothing to finish.
     if (state_ == ConnectionState::Lingering || betweenRequests() || opening(state_)) {
       close("client closed");
@@ -216,6 +244,8 @@ void ClientConnection::onPeerDrained() {
   updateReading();
   if (state_ == ConnectionState::Serving && readingRequestBody(exchange_.state())) {
     codec_.process();
+  } else if (state_ == ConnectionState::Multiplexing) {
+    h2_->onPeerDrained();  // request bodies held while an upstream was backed up
   }
 }
 
@@ -237,9 +267,23 @@ void ClientConnection::flushCorked() {
   if (closing()) {
     transport_.discard();
     exchange_.discardCorkedUpstream();
+    if (h2_) {
+      h2_->discardCorkedUpstreams();
+    }
     return;
   }
   exchange_.flushCorkedUpstream();
+  if (h2_) {
+    h2_->flushCorkedUpstreams();
+    if (state_ == ConnectionState::Multiplexing) {
+      // The frames of this callback, into the same TLS records and write. (Once the connection
+      // finishes, its last frames went before close_notify: nothing may follow it.)
+      h2_->send();
+      if (closing()) {
+        return;
+      }
+    }
+  }
   transport_.flush();
 }
 

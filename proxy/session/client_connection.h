@@ -21,10 +21,13 @@
 //                                     │  TlsHandshake ── SSL_get_servername = SNI │
 //                                     v    v                                     v
 //                                   Serving: requests come and go (Exchange) <───┘
+//                                      (ALPN h2: Multiplexing, streams at once)
 //   a refusal, the last exchange ──> Lingering (FIN sent, input drained) ──> Closing ──> Closed
 //
-// The bytes are Http1ServerCodec's, each request an Exchange's (exchange.h); the connection
-// keeps one of each and reuses them (an HTTP/2 connection would keep many exchanges).
+// HTTP/1.1 bytes are Http1ServerCodec's, each request an Exchange's (exchange.h); the
+// connection keeps one of each and reuses them. HTTP/2 (Multiplexing) bytes are
+// Http2ServerCodec's, made when ALPN agrees h2; each stream is an Http2Stream with its own
+// Exchange (docs/wire.md#http2).
 //
 // Ownership: the worker owns the connection; the connection owns the client stream, its timer,
 // its codec, its exchange (and through it the connector and the upstream in use), the parked
@@ -49,6 +52,7 @@
 #include "proxy/session/exchange.h"
 #include "proxy/session/exchange_host.h"
 #include "proxy/session/http1_server_codec.h"
+#include "proxy/session/http2_server_codec.h"
 #include "proxy/session/sandbox_binding.h"
 #include "proxy/session/tunnel_opening.h"
 #include "proxy/session/upstream_pool.h"
@@ -65,6 +69,7 @@ namespace sluice::proxy::session {
 class ClientConnection final : private io::TcpStream::Handler,
                                private ExchangeHost,
                                private CodecHost,
+                               private Http2Host,
                                private TransportOwner,
                                private OpeningHost {
  public:
@@ -155,6 +160,15 @@ class ClientConnection final : private io::TcpStream::Handler,
   void onRequestHead(const http::RequestHead& head) override;
   void onBadRequest(policy::Reason reason, std::string_view detail) override;
 
+  // --- Http2Host (client_connection_h2.cc)
+  Admission admitRequest() override;
+  void onStreamsIdle() override;
+  void onCodecDone(std::string_view why) override;
+  // ALPN agreed h2: the codec is made and its preface sent. False: the connection closed.
+  bool startHttp2();
+  // The earliest deadline of the exchanges in flight (0: none).
+  std::uint64_t exchangeDeadline() const;
+
   // --- TransportOwner
   void flushRecords() override { flushAudit(); }
   void onTransportFailed(std::string_view why) override { close(why); }
@@ -221,6 +235,7 @@ class ClientConnection final : private io::TcpStream::Handler,
 
   Http1ServerCodec codec_;
   Exchange exchange_;
+  std::unique_ptr<Http2ServerCodec> h2_;  // Multiplexing only
   TunnelOpening opening_;
   ClientUpstreams upstreams_;  // parked between requests, or closing
 };

@@ -50,6 +50,9 @@ void ClientConnection::finishConnection() {
   if (closing() || state_ == ConnectionState::Lingering) {
     return;
   }
+  if (h2_) {
+    h2_->finish();  // GOAWAY (unless said), the streams still in flight cut short, on record
+  }
   flushAudit();   // the record before the answer's last bytes, and before the connection closes
   flushCorked();  // everything said so far goes before close_notify and FIN
   if (transport_.secure() && transport_.tls().handshakeDone()) {
@@ -74,8 +77,14 @@ void ClientConnection::close(std::string_view why) {
   }
   SPDLOG_DEBUG("[C{}] close: {}", facts_.id, why);
   exchange_.abandon();  // a request cut short still gets its record
+  if (h2_) {
+    h2_->abandon();
+  }
   transition(ConnectionState::Closing);
   exchange_.dropUpstream();  // the lookup is cancelled: the resolver will not call back
+  if (h2_) {
+    h2_->dropUpstreams();
+  }
   flushAudit();
   transport_.stream().close();
   timer_.close([this] {
@@ -142,7 +151,7 @@ bool ClientConnection::keepsUpstreams() const {
 
 void ClientConnection::armTimer() {
   if (!closing()) {
-    timer_.arm(idleTimeoutMs(), exchange_.deadline());
+    timer_.arm(idleTimeoutMs(), exchangeDeadline());
   }
 }
 
@@ -166,7 +175,10 @@ void ClientConnection::releaseIdleBuffers() {
 
 void ClientConnection::onTimer() {
   Cork cork(*this);
-  const ConnectionTimer::Due due = timer_.fired(idleTimeoutMs(), exchange_.deadline());
+  if (h2_) {
+    h2_->collect();  // (a safe point: no stream's exchange is on the stack)
+  }
+  const ConnectionTimer::Due due = timer_.fired(idleTimeoutMs(), exchangeDeadline());
   if (due.release) {
     releaseIdleBuffers();
   }
@@ -180,6 +192,15 @@ void ClientConnection::onTimer() {
   }
   if (state_ == ConnectionState::Serving && exchange_.onTimeout(due.other)) {
     return;  // a connect deadline (the next address), or no answer in time
+  }
+  if (state_ == ConnectionState::Multiplexing) {
+    if (h2_->onTimeout(due.other) || (!due.idle && !due.phase)) {
+      armTimer();
+      return;  // the streams that waited were answered (504) or moved on; the others go on
+    }
+    // Idle with no stream waiting: GOAWAY, politely (docs/wire.md#http2).
+    finishConnection();
+    return;
   }
   // The handshake, or a request head, took too long, or the connection idled between requests
   // (or while its request body was held): nothing was asked, so nothing is answered.

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "proxy/session/client_connection.h"
+#include "proxy/tls/tls_context.h"
 
 namespace sluice::proxy::session {
 
@@ -12,6 +13,10 @@ void ClientConnection::onTunnelOpen() {
   timer_.setPhase(0);
   timer_.setRelease(timer_.now() + 1000);  // a tunnel opened ahead of its first use
   armTimer();
+  if (transport_.tls().alpn() == tls::kAlpnH2) {
+    startHttp2();
+    return;
+  }
   codec_.restart();
   transition(ConnectionState::Serving);
 }
@@ -21,11 +26,26 @@ void ClientConnection::pumpClientTls() {
     return;
   }
   const tls::ReadStatus status = transport_.tls().readEach([this](std::span<const char> plain) {
+    if (h2_) {
+      if (state_ != ConnectionState::Multiplexing) {
+        return false;  // the session is over: nothing more is read
+      }
+      noteProgress();
+      h2_->feed(plain);  // frames are processed as they complete: nothing is copied
+      return !closing() && state_ == ConnectionState::Multiplexing;
+    }
     codec_.feed(plain);  // copied: the codec keeps what it has not parsed yet
     return true;
   });
   sendClient({});  // TLS 1.3 may answer records (key updates) even on read
   if (closing()) {
+    return;
+  }
+  if (h2_) {
+    if (state_ == ConnectionState::Multiplexing &&
+        (status == tls::ReadStatus::Closed || status == tls::ReadStatus::Failed)) {
+      onEof(transport_.stream());  // close_notify or a failure: as the end of its stream
+    }
     return;
   }
   codec_.process();

@@ -17,7 +17,8 @@ enum class ConnectionState : std::uint8_t {
   ReadingProxyHead,    // explicit: CONNECT, or an absolute-form request (forward mode)
   ReadingClientHello,  // a tunnel: sluice's own parser reads the ClientHello for its SNI
   TlsHandshake,        // a leaf for H from the sandbox's CA; OpenSSL must negotiate that name
-  Serving,             // requests (exchanges) come and go; the codec has the bytes
+  Serving,             // HTTP/1.1: requests (exchanges) come and go, one at a time
+  Multiplexing,        // HTTP/2 (ALPN h2): streams, each an exchange, come and go at once
   Lingering,           // sluice's last bytes and FIN sent; the input is drained for a moment
   Closing,             // every handle is closing
   Closed,              // the last close callback ran: the worker may free the connection
@@ -26,7 +27,8 @@ enum class ConnectionState : std::uint8_t {
 inline constexpr TransitionTable kConnectionMachine{
     "connection",
     std::to_array<std::string_view>({"Sniffing", "ReadingProxyHead", "ReadingClientHello",
-                                     "TlsHandshake", "Serving", "Lingering", "Closing", "Closed"}),
+                                     "TlsHandshake", "Serving", "Multiplexing", "Lingering",
+                                     "Closing", "Closed"}),
     std::to_array<Transition<ConnectionState>>({
         {ConnectionState::Sniffing, ConnectionState::ReadingClientHello,
          "a TLS handshake record (0x16): H is the SNI"},
@@ -50,6 +52,8 @@ inline constexpr TransitionTable kConnectionMachine{
          "EOF, a read error, handshake_timeout"},
         {ConnectionState::TlsHandshake, ConnectionState::Serving,
          "handshake done and OpenSSL's SNI is the one decided on"},
+        {ConnectionState::TlsHandshake, ConnectionState::Multiplexing,
+         "handshake done as for Serving, and ALPN agreed h2"},
         {ConnectionState::TlsHandshake, ConnectionState::Lingering,
          "the handshake failed, or OpenSSL saw another name"},
         {ConnectionState::TlsHandshake, ConnectionState::Closing,
@@ -58,6 +62,10 @@ inline constexpr TransitionTable kConnectionMachine{
          "a denial, the last exchange of a closing or draining connection"},
         {ConnectionState::Serving, ConnectionState::Closing,
          "EOF between requests, a reset, idle_timeout, shutdown"},
+        {ConnectionState::Multiplexing, ConnectionState::Lingering,
+         "GOAWAY and the last stream over (drain, reload, EOF, idle), or the session ended"},
+        {ConnectionState::Multiplexing, ConnectionState::Closing,
+         "a reset, a read error, shutdown"},
         {ConnectionState::Lingering, ConnectionState::Closing, "EOF, or the linger is over"},
         {ConnectionState::Closing, ConnectionState::Closed, "the last handle closed"},
     })};

@@ -61,11 +61,9 @@ std::string explainDenial(policy::Reason reason, std::string_view sandbox, std::
   }
 }
 
-void appendDenial(std::string& out, policy::Reason reason, std::string_view detail) {
-  const policy::ReasonInfo& info = policy::reasonInfo(reason);
-  int status = info.http_status != 0 ? info.http_status : 400;
+std::string denialBody(policy::Reason reason, std::string_view detail) {
   std::string body = "sluice: ";
-  body += info.token;
+  body += policy::reasonInfo(reason).token;
   if (!detail.empty()) {
     body += ": ";
     for (char c : detail) {
@@ -74,18 +72,32 @@ void appendDenial(std::string& out, policy::Reason reason, std::string_view deta
     }
   }
   body += '\n';
+  return body;
+}
 
+std::string proxyStatusValue(policy::Reason reason) {
+  const policy::ReasonInfo& info = policy::reasonInfo(reason);
+  std::string value = "sluice; error=";
+  value += info.proxy_status;
+  value += "; details=\"";
+  value += info.token;  // a token: nothing to escape in an sf-string
+  value += '"';
+  return value;
+}
+
+void appendDenial(std::string& out, policy::Reason reason, std::string_view detail) {
+  const policy::ReasonInfo& info = policy::reasonInfo(reason);
+  int status = info.http_status != 0 ? info.http_status : 400;
+  const std::string body = denialBody(reason, detail);
   out += "HTTP/1.1 ";
   out += std::to_string(status);
   out += ' ';
   out += reasonPhrase(status);
   out += "\r\nSluice-Reason: ";
   out += info.token;
-  out += "\r\nProxy-Status: sluice; error=";
-  out += info.proxy_status;
-  out += "; details=\"";
-  out += info.token;  // a token: nothing to escape in an sf-string
-  out += "\"\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ";
+  out += "\r\nProxy-Status: ";
+  out += proxyStatusValue(reason);
+  out += "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ";
   out += std::to_string(body.size());
   out += "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
   out += body;

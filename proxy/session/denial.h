@@ -19,6 +19,11 @@ std::string_view reasonPhrase(int status);
 std::string explainDenial(policy::Reason reason, std::string_view sandbox, std::string_view host,
                           std::string_view method, std::string_view target);
 
+// The one-line text body of sluice's answer: "sluice: <reason>: <detail>\n", hostile bytes of
+// `detail` replaced. (HTTP/2 answers carry the same text: docs/wire.md#http2.)
+std::string denialBody(policy::Reason reason, std::string_view detail);
+// The RFC 9209 Proxy-Status value for `reason`.
+std::string proxyStatusValue(policy::Reason reason);
 // Appends the whole response for `reason` to `out`. `detail` is a short human explanation
 // (hostile bytes in it are replaced, so it cannot break the header or body framing).
 void appendDenial(std::string& out, policy::Reason reason, std::string_view detail);

@@ -102,6 +102,10 @@ inline constexpr TransitionTable kExchangeMachine{
          "the client closed mid-request, or the connection closed"},
         {ExchangeState::Complete, ExchangeState::Deciding,
          "the next request on the connection (the object is reused)"},
+        {ExchangeState::Denied, ExchangeState::Deciding,
+         "HTTP/2: a later stream's request (a finished stream's object is reused)"},
+        {ExchangeState::Failed, ExchangeState::Deciding,
+         "HTTP/2: a later stream's request (a finished stream's object is reused)"},
     })};
 
 // The exchange is between its head and its record.

@@ -38,6 +38,10 @@ class SandboxBinding {
   // Takes up `current` if it is another generation. False when `current` no longer has this
   // sandbox, or has it with another runtime (another CA): the binding stays as it was.
   bool takeUp(const std::shared_ptr<const Generation>& current);
+  // Whether `current` is the generation it is bound to already.
+  bool bound(const std::shared_ptr<const Generation>& current) const {
+    return current == generation_;
+  }
 
   OpenCount openedAs() const { return opened_as_; }
   const Generation& generation() const { return *generation_; }

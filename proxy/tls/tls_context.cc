@@ -41,26 +41,38 @@ constexpr const char* kUpstreamTls12Ciphers = "DEFAULT:!kDHE:!kDHEPSK";
 // The ALPN wire list sluice offers upstream: one length-prefixed protocol name.
 constexpr unsigned char kAlpnWire[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
-// Selects "http/1.1" if the client's list has it; otherwise no ALPN at all (NOACK), so the
-// client falls back to its default, HTTP/1.1 (docs/threat-model.md#protocol-escapes: a non-HTTP
-// protocol is never agreed to). `out` points into the client's list, as SSL_select_next_proto does;
-// OpenSSL has already checked the list's framing, and the bounds are checked again here anyway.
+// Selects "h2" if the client's list has it, else "http/1.1" if it has that (the server's
+// preference, whatever the client's order: every stream of an h2 connection is decided on its
+// own, docs/wire.md#http2); otherwise no ALPN at all (NOACK), so the client falls back to its
+// default, HTTP/1.1 (docs/threat-model.md#protocol-escapes: nothing but HTTP is agreed to).
+// `out` points into the client's list, as SSL_select_next_proto does; OpenSSL has already
+// checked the list's framing, and the bounds are checked again here anyway.
 int selectAlpn(SSL* /*ssl*/, const unsigned char** out, unsigned char* out_len,
                const unsigned char* in, unsigned int in_len, void* /*arg*/) noexcept {
+  const unsigned char* http11 = nullptr;
   unsigned int i = 0;
   while (i < in_len) {
     unsigned int len = in[i++];
     if (len == 0 || len > in_len - i) {
       return SSL_TLSEXT_ERR_NOACK;
     }
-    if (len == kAlpnHttp11.size() && std::memcmp(in + i, kAlpnHttp11.data(), len) == 0) {
+    const std::string_view protocol(reinterpret_cast<const char*>(in + i), len);
+    if (protocol == kAlpnH2) {
       *out = in + i;
       *out_len = static_cast<unsigned char>(len);
       return SSL_TLSEXT_ERR_OK;
     }
+    if (protocol == kAlpnHttp11) {
+      http11 = in + i;
+    }
     i += len;
   }
-  return SSL_TLSEXT_ERR_NOACK;
+  if (http11 == nullptr) {
+    return SSL_TLSEXT_ERR_NOACK;
+  }
+  *out = http11;
+  *out_len = static_cast<unsigned char>(kAlpnHttp11.size());
+  return SSL_TLSEXT_ERR_OK;
 }
 
 // Settings both sides share.

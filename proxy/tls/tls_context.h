@@ -18,10 +18,10 @@ namespace sluice::proxy::tls {
 
 using certs::SslCtxPtr;
 
-// The only application protocol sluice speaks on either side
-// (docs/threat-model.md#protocol-escapes: it never offers or accepts h2, so every request goes
-// through the HTTP/1.1 parser and its checks).
+// The application protocols sluice speaks (docs/threat-model.md#protocol-escapes): toward the
+// sandbox both, h2 preferred; toward origins HTTP/1.1.
 inline constexpr std::string_view kAlpnHttp11 = "http/1.1";
+inline constexpr std::string_view kAlpnH2 = "h2";
 
 // Both sides agree only to the groups X25519, P-256 and P-384 (a client offering none of them,
 // e.g. only finite-field groups, gets a handshake_failure alert) and to no TLS 1.2 suite with
@@ -32,8 +32,8 @@ inline constexpr std::string_view kAlpnHttp11 = "http/1.1";
 // alert: docs/threat-model.md#tls-parser-disagreement), TLS 1.3 preferred, OpenSSL's default
 // TLS 1.3 suites and ECDHE AEAD TLS 1.2 suites, at security level 2.
 // The certificate and key are set per connection (TlsSession::server), so one context serves
-// every host. ALPN: selects "http/1.1" when the client offers it, otherwise answers without
-// ALPN (never an h2 or other protocol). No client certificates. Renegotiation refused.
+// every host. ALPN: selects "h2" when the client offers it, else "http/1.1" when it offers that,
+// otherwise answers without ALPN (never another protocol). No client certificates. Renegotiation refused.
 //
 // No session resumption, by design: no tickets (TLS 1.2 or 1.3) and no session cache. The
 // context is shared by every host of every sandbox, and OpenSSL lets a TLS 1.3 client resume

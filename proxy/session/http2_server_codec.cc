@@ -1,0 +1,355 @@
+#include "proxy/session/http2_server_codec.h"
+
+#include <nghttp2/nghttp2.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "proxy/session/http2_stream.h"
+
+namespace sluice::proxy::session {
+
+namespace {
+
+// Finished streams kept for reuse: a busy connection allocates nothing per stream.
+constexpr std::size_t kSpareStreams = 8;
+
+// Resets a client may send before the connection ends (CVE-2023-44487, rapid reset): a burst
+// of kResetBurst, then kResetRate a second.
+constexpr std::uint64_t kResetBurst = 200;
+constexpr std::uint64_t kResetRate = 100;
+
+// SETTINGS entries in one frame, and CONTINUATION frames in one header block, beyond which the
+// connection ends (floods: docs/wire.md#http2-limits).
+constexpr std::size_t kMaxSettings = 32;
+constexpr std::size_t kMaxContinuations = 8;
+
+}  // namespace
+
+// nghttp2's callbacks, each forwarding to the codec or the stream it names.
+struct Http2ServerCodec::Callbacks {
+  static Http2ServerCodec& codec(void* user_data) {
+    return *static_cast<Http2ServerCodec*>(user_data);
+  }
+
+  static int onBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+      codec(user_data).openStream(frame->hd.stream_id);
+    }
+    return 0;
+  }
+
+  static int onHeader(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                      std::size_t name_length, const std::uint8_t* value, std::size_t value_length,
+                      std::uint8_t /*flags*/, void* user_data) {
+    Http2Stream* stream = codec(user_data).streamOf(frame->hd.stream_id);
+    if (stream == nullptr || frame->hd.type != NGHTTP2_HEADERS) {
+      return 0;
+    }
+    if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
+      return 0;  // request trailers: not forwarded to an HTTP/1.1 origin (docs/wire.md#http2)
+    }
+    const std::string_view n(reinterpret_cast<const char*>(name), name_length);
+    const std::string_view v(reinterpret_cast<const char*>(value), value_length);
+    if (!stream->request().add(n, v)) {
+      // Malformed: the head is refused when it ends (finish() says Malformed). nghttp2 is not
+      // told to reset here: the stream's record is written first.
+      return 0;
+    }
+    return 0;
+  }
+
+  static int onFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    Http2ServerCodec& self = codec(user_data);
+    Http2Stream* stream = self.streamOf(frame->hd.stream_id);
+    if (stream == nullptr) {
+      return 0;
+    }
+    const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (frame->hd.type == NGHTTP2_HEADERS) {
+      if (frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+        stream->onHead(end_stream);
+      } else if (end_stream) {
+        stream->onEndOfRequest();  // trailers end the request
+      }
+    } else if (frame->hd.type == NGHTTP2_DATA && end_stream) {
+      stream->onEndOfRequest();
+    }
+    return 0;
+  }
+
+  static int onDataChunk(nghttp2_session*, std::uint8_t /*flags*/, std::int32_t stream_id,
+                         const std::uint8_t* data, std::size_t length, void* user_data) {
+    Http2ServerCodec& self = codec(user_data);
+    Http2Stream* stream = self.streamOf(stream_id);
+    if (stream == nullptr) {
+      nghttp2_session_consume(self.session_, stream_id, length);
+      return 0;
+    }
+    stream->onData(std::span<const char>(reinterpret_cast<const char*>(data), length));
+    return 0;
+  }
+
+  static int onStreamClose(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
+                           void* user_data) {
+    if (Http2Stream* stream = codec(user_data).streamOf(stream_id)) {
+      stream->onClosed(error_code);
+    }
+    return 0;
+  }
+};
+
+Http2ServerCodec::Http2ServerCodec(Http2Host& host, ExchangeHost& connection,
+                                   std::size_t max_header_bytes)
+    : host_(host), connection_(connection), max_header_bytes_(max_header_bytes) {}
+
+Http2ServerCodec::~Http2ServerCodec() {
+  if (session_ != nullptr) {
+    nghttp2_session_del(session_);
+  }
+}
+
+bool Http2ServerCodec::start() {
+  nghttp2_session_callbacks* callbacks = nullptr;
+  nghttp2_option* option = nullptr;
+  if (nghttp2_session_callbacks_new(&callbacks) != 0 || nghttp2_option_new(&option) != 0) {
+    nghttp2_session_callbacks_del(callbacks);
+    return false;
+  }
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, Callbacks::onBeginHeaders);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, Callbacks::onHeader);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Callbacks::onFrameRecv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Callbacks::onDataChunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Callbacks::onStreamClose);
+  // Request windows go back only as the upstream takes the bytes (Http2Stream::onData).
+  nghttp2_option_set_no_auto_window_update(option, 1);
+  nghttp2_option_set_max_settings(option, kMaxSettings);
+  nghttp2_option_set_max_continuations(option, kMaxContinuations);
+  nghttp2_option_set_stream_reset_rate_limit(option, kResetBurst, kResetRate);
+  // The client's HPACK table for what sluice sends: nghttp2's default (4 KiB) bounds it.
+  const int rv = nghttp2_session_server_new2(&session_, callbacks, this, option);
+  nghttp2_session_callbacks_del(callbacks);
+  nghttp2_option_del(option);
+  if (rv != 0) {
+    session_ = nullptr;
+    return false;
+  }
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, kMaxConcurrentStreams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(max_header_bytes_)},
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+  };
+  if (nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)) != 0 ||
+      nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow) !=
+          0) {
+    return false;
+  }
+  return true;
+}
+
+void Http2ServerCodec::feed(std::span<const char> plaintext) {
+  const auto* data = reinterpret_cast<const std::uint8_t*>(plaintext.data());
+  const ssize_t n = nghttp2_session_mem_recv(session_, data, plaintext.size());
+  if (n < 0) {
+    // A connection error (bad preface, a flood, a framing error): nghttp2 has queued GOAWAY
+    // where one can be sent; the connection ends once it is written.
+    SPDLOG_DEBUG("[C{}] h2 connection error: {}", connection_.facts().id,
+                 nghttp2_strerror(static_cast<int>(n)));
+    if (n != NGHTTP2_ERR_FLOODED && n != NGHTTP2_ERR_BAD_CLIENT_MAGIC) {
+      goAway(n == NGHTTP2_ERR_HEADER_COMP ? NGHTTP2_COMPRESSION_ERROR : NGHTTP2_PROTOCOL_ERROR);
+    }
+    abandon();
+    dropUpstreams();
+    done(nghttp2_strerror(static_cast<int>(n)));
+    return;
+  }
+  reportIdle();
+}
+
+void Http2ServerCodec::send() {
+  if (session_ == nullptr) {
+    return;
+  }
+  for (;;) {
+    const std::uint8_t* data = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(session_, &data);
+    if (n <= 0) {
+      break;
+    }
+    host_.sendClient(std::string_view(reinterpret_cast<const char*>(data),
+                                      static_cast<std::size_t>(n)));
+  }
+  if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) {
+    done("HTTP/2 session over");
+    return;
+  }
+  reportIdle();
+}
+
+void Http2ServerCodec::done(std::string_view why) {
+  if (phase_ == Phase::Done) {
+    return;
+  }
+  phase_ = Phase::Done;
+  host_.onCodecDone(why);
+}
+
+bool Http2ServerCodec::wantsBytes() const {
+  return phase_ != Phase::Done && session_ != nullptr && nghttp2_session_want_read(session_) != 0;
+}
+
+bool Http2ServerCodec::inFlight() const {
+  return std::any_of(live_.begin(), live_.end(),
+                     [](const auto& s) { return s->exchange().inFlight(); });
+}
+
+bool Http2ServerCodec::busy() const {
+  return std::any_of(live_.begin(), live_.end(), [](const auto& s) { return !s->finished(); });
+}
+
+Http2Stream* Http2ServerCodec::streamOf(std::int32_t id) const {
+  for (const auto& stream : live_) {
+    if (stream->id() == id) {
+      return stream.get();
+    }
+  }
+  return nullptr;
+}
+
+Http2Stream& Http2ServerCodec::openStream(std::int32_t id) {
+  std::unique_ptr<Http2Stream> stream;
+  if (!spare_.empty()) {
+    stream = std::move(spare_.back());
+    spare_.pop_back();
+  } else {
+    stream = std::make_unique<Http2Stream>(*this, connection_, max_header_bytes_);
+  }
+  stream->open(id);
+  live_.push_back(std::move(stream));
+  return *live_.back();
+}
+
+void Http2ServerCodec::onStreamOver(Http2Stream&) {
+  // Freed at the next safe point (collect()); the connection may now have nothing in flight.
+  connection_.armTimer();
+  // Told once nghttp2 has returned (the connection may finish, and must not from inside
+  // nghttp2's callbacks: feed() and send() are not re-entrant).
+  idle_news_ = true;
+}
+
+void Http2ServerCodec::reportIdle() {
+  if (idle_news_ && phase_ != Phase::Done && !busy()) {
+    idle_news_ = false;
+    host_.onStreamsIdle();
+  }
+  idle_news_ = false;
+}
+
+void Http2ServerCodec::collect() {
+  for (std::size_t i = 0; i < live_.size();) {
+    if (!live_[i]->finished()) {
+      ++i;
+      continue;
+    }
+    std::unique_ptr<Http2Stream> done = std::move(live_[i]);
+    live_[i] = std::move(live_.back());
+    live_.pop_back();
+    if (spare_.size() < kSpareStreams) {
+      spare_.push_back(std::move(done));
+    }
+  }
+}
+
+// --- what the connection does to every stream
+
+void Http2ServerCodec::updateUpstreamReading(bool client_backed_up) {
+  for (const auto& stream : live_) {
+    stream->updateUpstreamReading(client_backed_up);
+  }
+}
+
+void Http2ServerCodec::flushCorkedUpstreams() {
+  for (const auto& stream : live_) {
+    stream->exchange().flushCorkedUpstream();
+  }
+}
+
+void Http2ServerCodec::discardCorkedUpstreams() {
+  for (const auto& stream : live_) {
+    stream->exchange().discardCorkedUpstream();
+  }
+}
+
+void Http2ServerCodec::onPeerDrained() {
+  // (By index: delivering may end a stream, never free one.)
+  for (std::size_t i = 0; i < live_.size(); ++i) {
+    live_[i]->deliverHeld();
+  }
+}
+
+std::uint64_t Http2ServerCodec::deadline() const {
+  std::uint64_t earliest = 0;
+  for (const auto& stream : live_) {
+    const std::uint64_t d = stream->exchange().deadline();
+    if (d != 0 && (earliest == 0 || d < earliest)) {
+      earliest = d;
+    }
+  }
+  return earliest;
+}
+
+bool Http2ServerCodec::onTimeout(bool connector_deadline_over) {
+  bool acted = false;
+  for (std::size_t i = 0; i < live_.size(); ++i) {
+    acted = live_[i]->exchange().onTimeout(connector_deadline_over) || acted;
+  }
+  return acted;
+}
+
+void Http2ServerCodec::onClientClosed() {
+  for (std::size_t i = 0; i < live_.size(); ++i) {
+    live_[i]->exchange().onClientClosed();
+  }
+}
+
+void Http2ServerCodec::abandon() {
+  for (const auto& stream : live_) {
+    stream->exchange().abandon();
+  }
+}
+
+void Http2ServerCodec::releaseUpstreams() {
+  for (const auto& stream : live_) {
+    stream->exchange().releaseUpstream();
+  }
+}
+
+void Http2ServerCodec::dropUpstreams() {
+  for (const auto& stream : live_) {
+    stream->exchange().dropUpstream();
+  }
+}
+
+void Http2ServerCodec::finish() {
+  goAway(NGHTTP2_NO_ERROR);
+  abandon();
+  releaseUpstreams();
+  phase_ = Phase::Done;
+}
+
+void Http2ServerCodec::goAway(std::uint32_t error_code) {
+  if (phase_ != Phase::Open || session_ == nullptr) {
+    return;
+  }
+  phase_ = Phase::GoingAway;
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(session_), error_code, nullptr, 0);
+  if (error_code == NGHTTP2_NO_ERROR) {
+    return;  // the streams in flight finish; nghttp2 reads no new one
+  }
+  abandon();
+  dropUpstreams();
+}
+
+}  // namespace sluice::proxy::session

@@ -1,0 +1,139 @@
+#pragma once
+// HTTP/2 toward the sandbox (ALPN h2 inside a tunnel): nghttp2's server session, fed the
+// client's plaintext and drained into the connection's corked writes, and the connection's
+// streams (Http2Stream: one request and its exchange each). nghttp2 does the framing, HPACK,
+// flow control and the stream rules of RFC 9113; sluice decides each stream on its own
+// (docs/wire.md#http2).
+//
+// What the connection promises the sandbox (SETTINGS): at most kMaxConcurrentStreams streams at
+// once, a header list of at most max_header_bytes, no server push, a stream window of
+// kStreamWindow whose bytes are given back only as the upstream takes them (so memory per
+// stream is bounded), and no extended CONNECT yet. The floods nghttp2 knows (SETTINGS, PING and
+// RST_STREAM acknowledgements queued, rapid reset, CONTINUATION) end the connection with
+// GOAWAY.
+//
+// Owned by the connection (made when ALPN agreed h2); it owns the streams, frees a finished one
+// at the next safe point (never under the callback of its own exchange) and keeps a few for
+// reuse.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "proxy/session/exchange_host.h"
+
+struct nghttp2_session;
+
+namespace sluice::proxy::session {
+
+class Http2Stream;
+
+// Whether a new stream's request may begin on the connection.
+enum class Admission : std::uint8_t {
+  Admit,
+  RefuseStream,      // a reload replaced the sandbox's generation: REFUSED_STREAM, GOAWAY
+  AuditUnavailable,  // answered 503 audit_unavailable on the stream
+};
+
+// What the codec asks of its connection beyond what its streams' exchanges do.
+class Http2Host {
+ public:
+  virtual void sendClient(std::string_view bytes) = 0;
+  virtual bool clientBackedUp() const = 0;
+  // A stream's request is about to begin: whether the connection can take it (the generation
+  // in force is the connection's, the audit log is writable).
+  virtual Admission admitRequest() = 0;
+  // No stream is in flight any more (one just ended): a connection that is to close after its
+  // exchanges may finish now.
+  virtual void onStreamsIdle() = 0;
+  // The codec is over (once): nghttp2 wants neither to read nor to write (GOAWAY both ways, or
+  // a connection error): the connection finishes.
+  virtual void onCodecDone(std::string_view why) = 0;
+
+ protected:
+  ~Http2Host() = default;
+};
+
+class Http2ServerCodec {
+ public:
+  static constexpr std::uint32_t kMaxConcurrentStreams = 100;
+  static constexpr std::int32_t kStreamWindow = 64 * 1024;
+  // The connection's window: what all streams together may hold unconsumed.
+  static constexpr std::int32_t kConnectionWindow = 1024 * 1024;
+
+  Http2ServerCodec(Http2Host& host, ExchangeHost& connection, std::size_t max_header_bytes);
+  ~Http2ServerCodec();
+  Http2ServerCodec(const Http2ServerCodec&) = delete;
+  Http2ServerCodec& operator=(const Http2ServerCodec&) = delete;
+
+  // The server's connection preface (SETTINGS). False if nghttp2 could not be set up.
+  bool start();
+  // Client plaintext: frames are processed as they complete.
+  void feed(std::span<const char> plaintext);
+  // Serialises what nghttp2 has to send into the connection's (corked) writes.
+  void send();
+  // Whether nghttp2 still reads (false once both sides said GOAWAY or a connection error).
+  bool wantsBytes() const;
+  bool goingAway() const { return phase_ != Phase::Open; }
+  // A stream whose exchange is in flight (its decision holds the generation's rules).
+  bool inFlight() const;
+  // A stream that is not finished: its exchange is in flight, or nghttp2 still sends its
+  // response (the client's window may hold it) or reads its request.
+  bool busy() const;
+  std::size_t streams() const { return live_.size(); }
+
+  // --- what the connection does to every stream
+  void updateUpstreamReading(bool client_backed_up);
+  void flushCorkedUpstreams();
+  void discardCorkedUpstreams();
+  void onPeerDrained();
+  std::uint64_t deadline() const;
+  bool onTimeout(bool connector_deadline_over);
+  void onClientClosed();
+  void abandon();
+  void releaseUpstreams();
+  void dropUpstreams();
+  // Frees the streams that are finished (a safe point: no exchange of theirs is on the stack).
+  void collect();
+  // GOAWAY: `graceful` lets the streams in flight finish (draining, a reload); otherwise
+  // ENHANCE_YOUR_CALM or PROTOCOL_ERROR ends them.
+  void goAway(std::uint32_t error_code);
+
+  // The connection finishes: GOAWAY (unless said), the streams still in flight cut short (on
+  // record), their upstreams released; what is queued is sent by the next send(), and the codec
+  // reports nothing more (onCodecDone is not called back into the finishing connection).
+  void finish();
+
+  // --- for the streams
+  nghttp2_session* session() const { return session_; }
+  Http2Host& host() { return host_; }
+  void onStreamOver(Http2Stream& stream);
+
+ private:
+  struct Callbacks;
+  Http2Stream* streamOf(std::int32_t id) const;
+  Http2Stream& openStream(std::int32_t id);
+  void done(std::string_view why);
+  // A stream ended since nghttp2 was last called: the connection hears it once nghttp2 has
+  // returned (Http2Host::onStreamsIdle), if no stream is left.
+  void reportIdle();
+
+  Http2Host& host_;
+  ExchangeHost& connection_;
+  std::size_t max_header_bytes_;
+  nghttp2_session* session_ = nullptr;
+  std::vector<std::unique_ptr<Http2Stream>> live_;
+  std::vector<std::unique_ptr<Http2Stream>> spare_;  // finished, kept for reuse
+  enum class Phase : std::uint8_t {
+    Open,
+    GoingAway,  // GOAWAY queued: no new stream; those in flight finish (NO_ERROR) or are cut
+    Done,       // nghttp2 is over; onCodecDone() was called
+  };
+  Phase phase_ = Phase::Open;
+  bool idle_news_ = false;  // a stream ended; reportIdle() has not looked yet
+};
+
+}  // namespace sluice::proxy::session

@@ -1,0 +1,477 @@
+#include "proxy/session/http2_stream.h"
+
+#include <nghttp2/nghttp2.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "proxy/http/head_writer.h"
+#include "proxy/runtime/generation.h"
+#include "proxy/session/denial.h"
+#include "proxy/session/http2_server_codec.h"
+#include "proxy/session/request_target.h"
+
+namespace sluice::proxy::session {
+
+namespace {
+
+// nghttp2 reads a data source through this: the stream is the source's pointer.
+ssize_t readBody(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
+                 std::uint32_t* flags, nghttp2_data_source* source, void*) {
+  bool eof = false;
+  const long n = static_cast<Http2Stream*>(source->ptr)->readResponse(buf, length, eof);
+  if (eof) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+  }
+  return n;
+}
+
+// The gRPC status a refusal reads as (docs/wire.md#grpc): PERMISSION_DENIED for a policy's no,
+// the codes that fit the rest.
+std::string_view grpcStatusOf(policy::Reason reason) {
+  switch (reason) {
+    case policy::Reason::RateLimited:
+    case policy::Reason::TooManyConnections:
+      return "8";  // RESOURCE_EXHAUSTED
+    case policy::Reason::UpstreamTimeout:
+      return "4";  // DEADLINE_EXCEEDED
+    case policy::Reason::DnsFailed:
+    case policy::Reason::UpstreamConnect:
+    case policy::Reason::UpstreamCert:
+    case policy::Reason::AuditUnavailable:
+      return "14";  // UNAVAILABLE
+    case policy::Reason::BadRequest:
+    case policy::Reason::HeaderTooLarge:
+      return "3";  // INVALID_ARGUMENT
+    default:
+      return "7";  // PERMISSION_DENIED
+  }
+}
+
+// grpc-message is percent-encoded (gRPC's HTTP/2 protocol): everything outside printable ASCII
+// and '%' itself.
+void appendPercentEncoded(std::string& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u > 0x7e || c == '%') {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+}
+
+}  // namespace
+
+Http2Stream::Http2Stream(Http2ServerCodec& codec, ExchangeHost& connection,
+                         std::size_t max_header_bytes)
+    : codec_(codec), connection_(connection), exchange_(*this, *this, max_header_bytes) {}
+
+nghttp2_session* Http2Stream::session() const { return codec_.session(); }
+
+void Http2Stream::open(std::int32_t id) {
+  id_ = id;
+  request_.reset();
+  held_.clear();
+  received_ = 0;
+  request_side_ = RequestSide::HeadPending;
+  response_side_ = ResponseSide::NotBegun;
+  life_ = Life::Open;
+  body_.clear();
+  body_offset_ = 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The request.
+
+void Http2Stream::beginRefusedRecord() {
+  exchange_.beginRecord(generation().config->audit.hash_bodies);
+  RequestRecord& record = exchange_.record();
+  record.method.assign(request_.method());
+  record.origin_target.assign(request_.path());
+  if (!request_.authority().empty()) {
+    record.host_header.emplace(request_.authority());
+  }
+  record.scheme = policy::Scheme::Https;
+  record.target_host = facts().host;
+  record.port = facts().port;
+  record.url = "https://" + facts().authority + std::string(urlPath(record.origin_target));
+}
+
+void Http2Stream::onHead(bool end_stream) {
+  request_side_ = end_stream ? RequestSide::Ended : RequestSide::Receiving;
+  const http::Http2RequestBuilder::Outcome outcome = request_.finish(end_stream);
+  if (outcome == http::Http2RequestBuilder::Outcome::Malformed) {
+    // A stream error, never translated (RFC 9113 §8.1.1); on record like any refused request.
+    SPDLOG_DEBUG("[C{}] stream {} malformed: {}", facts().id, id_, request_.malformation());
+    beginRefusedRecord();
+    exchange_.refuseWithoutAnswer(policy::Reason::BadRequest);
+    resetStream(NGHTTP2_PROTOCOL_ERROR);
+    return;
+  }
+  switch (codec_.host().admitRequest()) {
+    case Admission::Admit:
+      break;
+    case Admission::RefuseStream:
+      resetStream(NGHTTP2_REFUSED_STREAM);  // (the client may retry it: RFC 9113 §8.7)
+      return;
+    case Admission::AuditUnavailable:
+      beginRefusedRecord();
+      exchange_.deny(policy::Reason::AuditUnavailable,
+                     "the audit log cannot be written; try again later");
+      return;
+  }
+  if (outcome == http::Http2RequestBuilder::Outcome::Refused) {
+    beginRefusedRecord();
+    exchange_.deny(request_.refusal().reason, request_.refusal().detail);
+    return;
+  }
+  const http::RequestHead& head = request_.head();
+  exchange_.beginRequest(head, generation().config->audit.hash_bodies);
+  if (std::optional<TargetRefusal> refused = targetOf(facts(), head, exchange_.record())) {
+    exchange_.deny(refused->reason, refused->detail);
+    return;
+  }
+  exchange_.decide();
+  if (request_side_ == RequestSide::Ended && exchange_.inFlight() && !closing()) {
+    deliverHeld();  // a bodiless request: its end
+  }
+}
+
+bool Http2Stream::takesBody() const {
+  switch (exchange_.state()) {
+    case ExchangeState::HoldingBody:
+      return exchange_.holdsMore();
+    case ExchangeState::SendingRequest:
+    case ExchangeState::RespondingWhileSending:
+    case ExchangeState::FinishingRequest:
+      return !exchange_.upstreamBackedUp();
+    default:
+      return false;  // deciding, or waiting for an upstream: the body waits
+  }
+}
+
+bool Http2Stream::takesEnd() const {
+  switch (exchange_.state()) {
+    case ExchangeState::HoldingBody:
+    case ExchangeState::SendingRequest:
+    case ExchangeState::RespondingWhileSending:
+    case ExchangeState::FinishingRequest:
+      return true;
+    default:
+      return false;  // a bodiless request's end goes with its head once forwarding starts
+  }
+}
+
+void Http2Stream::dropHeld() {
+  if (!held_.empty()) {
+    nghttp2_session_consume(session(), id_, held_.size());  // the window goes back
+    held_.clear();
+  }
+}
+
+void Http2Stream::onData(std::span<const char> data) {
+  received_ += data.size();
+  if (request_side_ == RequestSide::Discarding || !exchange_.inFlight()) {
+    nghttp2_session_consume(session(), id_, data.size());  // dropped: the window goes back
+    return;
+  }
+  if (held_.empty() && takesBody()) {
+    exchange_.onRequestBody(data);
+    if (!closing()) {
+      nghttp2_session_consume(session(), id_, data.size());
+    }
+    if (exchange_.holdingDone()) {
+      exchange_.finishHolding();
+    }
+    return;
+  }
+  held_.append(data.data(), data.size());  // at most a window: nghttp2 enforces it
+}
+
+void Http2Stream::onEndOfRequest() {
+  if (request_side_ == RequestSide::Receiving) {
+    request_side_ = RequestSide::Ended;
+  }
+  deliverHeld();
+}
+
+void Http2Stream::deliverHeld() {
+  if (life_ != Life::Open || !exchange_.inFlight()) {
+    return;
+  }
+  if (!held_.empty() && takesBody()) {
+    // Handed over whole: the exchange holds or forwards it (the upstream queue takes what it
+    // cannot write at once); the window goes back for all of it.
+    const std::size_t n = held_.size();
+    exchange_.onRequestBody(std::span<const char>(held_.data(), n));
+    held_.clear();
+    if (closing()) {
+      return;
+    }
+    nghttp2_session_consume(session(), id_, n);
+  }
+  if (held_.empty() && request_side_ == RequestSide::Ended && takesEnd()) {
+    request_side_ = RequestSide::Delivered;
+    exchange_.onRequestEnd();
+  }
+  if (!closing() && exchange_.holdingDone()) {
+    exchange_.finishHolding();
+  }
+}
+
+void Http2Stream::requestCutShort() {
+  if (request_side_ == RequestSide::Receiving) {
+    request_side_ = RequestSide::Discarding;
+    dropHeld();
+  }
+}
+
+void Http2Stream::onClosed(std::uint32_t error_code) {
+  const bool before_head = request_side_ == RequestSide::HeadPending;
+  life_ = Life::Closed;
+  if (exchange_.inFlight()) {
+    // The client reset the stream (or the connection went): the request is cut short, on record
+    // with what was sent so far; its upstream cannot be reused.
+    SPDLOG_DEBUG("[C{}] stream {} closed in flight (error {})", facts().id, id_, error_code);
+    const http::RequestHead& head = request_.head();
+    if (error_code == NGHTTP2_PROTOCOL_ERROR && head.framing == http::BodyFraming::ContentLength &&
+        received_ != head.content_length) {
+      // nghttp2 reset it: its DATA broke the content-length (RFC 9113 §8.1.1). A bad request
+      // body, on record as HTTP/1.1's malformed chunked body is; the origin never got it whole.
+      exchange_.record().verdict = policy::Verdict::Deny;
+      exchange_.record().refusal = policy::Reason::BadRequest;
+    }
+    exchange_.abandon();
+    exchange_.dropUpstream();
+  } else if (before_head) {
+    // nghttp2 reset a stream whose head it found malformed (RFC 9113 §8.1.1) before sluice saw
+    // it whole: on record as a refused request, with what its head showed.
+    beginRefusedRecord();
+    exchange_.refuseWithoutAnswer(policy::Reason::BadRequest);
+  }
+  dropHeld();
+  codec_.onStreamOver(*this);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The response.
+
+bool Http2Stream::backedUp() const {
+  return body_.size() - body_offset_ > kHighWater || codec_.host().clientBackedUp();
+}
+
+void Http2Stream::updateUpstreamReading(bool client_backed_up) {
+  exchange_.updateUpstreamReading(client_backed_up || body_.size() - body_offset_ > kHighWater);
+}
+
+void Http2Stream::addField(std::string_view name, std::string_view value) {
+  field_offsets_.push_back(field_bytes_.size());
+  field_offsets_.push_back(name.size());
+  for (char c : name) {
+    field_bytes_ += http::ascii::toLower(c);
+  }
+  field_offsets_.push_back(field_bytes_.size());
+  field_offsets_.push_back(value.size());
+  field_bytes_.append(value);
+}
+
+void Http2Stream::submitHead(int status, bool with_body) {
+  // The views are made once every byte is in place (field_bytes_ no longer moves).
+  nva_.clear();
+  auto* base = reinterpret_cast<std::uint8_t*>(field_bytes_.data());
+  for (std::size_t i = 0; i + 3 < field_offsets_.size(); i += 4) {
+    nva_.push_back(nghttp2_nv{base + field_offsets_[i], base + field_offsets_[i + 2],
+                              field_offsets_[i + 1], field_offsets_[i + 3], NGHTTP2_NV_FLAG_NONE});
+  }
+  std::vector<nghttp2_nv>& nva = nva_;
+  int rv = 0;
+  if (status < 200) {
+    rv = nghttp2_submit_headers(session(), NGHTTP2_FLAG_NONE, id_, nullptr, nva.data(), nva.size(),
+                                nullptr);
+  } else {
+    nghttp2_data_provider provider{};
+    provider.source.ptr = this;
+    provider.read_callback = readBody;
+    response_side_ = with_body ? ResponseSide::Streaming : ResponseSide::Complete;
+    rv = nghttp2_submit_response(session(), id_, nva.data(), nva.size(),
+                                 with_body ? &provider : nullptr);
+  }
+  if (rv != 0) {
+    SPDLOG_DEBUG("[C{}] stream {}: cannot submit a head: {}", facts().id, id_,
+                 nghttp2_strerror(rv));
+  }
+}
+
+void Http2Stream::sendContinue() {
+  field_bytes_.clear();
+  field_offsets_.clear();
+  addField(":status", "100");
+  submitHead(100, false);
+}
+
+void Http2Stream::sendInterimHead(const http::ResponseHead& head, SecretMask& mask) {
+  sendResponseHead(head, mask);  // (a 1xx: submitHead sends it as non-final HEADERS)
+}
+
+void Http2Stream::sendResponseHead(const http::ResponseHead& head, SecretMask& mask) {
+  field_bytes_.clear();
+  field_offsets_.clear();
+  field_bytes_.reserve(256);
+  const std::string status = std::to_string(head.status);
+  addField(":status", status);
+  for (std::size_t i = 0; i < head.headers.size(); ++i) {
+    const std::string_view name = head.headers.name(i);
+    std::string_view value = head.headers.value(i);
+    // What HTTP/1.1 says about its own connection is not HTTP/2's (RFC 9113 §8.2.2); the length
+    // stays (it is the body's, and nghttp2 checks nothing of it on a response we send).
+    if (http::isHopByHop(name) || http::ascii::iequals(name, "host")) {
+      continue;
+    }
+    if (mask.active()) {
+      masked_.clear();
+      mask.feed(std::span<const char>(value.data(), value.size()), masked_);
+      mask.finish(masked_);
+      value = masked_;
+    }
+    std::string lower(name);
+    for (char& c : lower) {
+      c = http::ascii::toLower(c);
+    }
+    if (http::http2FieldProblem(lower, value) != nullptr) {
+      continue;  // an origin's field HTTP/2 cannot carry is not passed on
+    }
+    addField(name, value);
+  }
+  if (head.status < 200) {
+    submitHead(head.status, false);
+    return;
+  }
+  const bool bodiless =
+      head.framing == http::ResponseFraming::None ||
+      (head.framing == http::ResponseFraming::ContentLength && head.content_length == 0);
+  submitHead(head.status, !bodiless);
+}
+
+void Http2Stream::sendResponseBody(std::span<const char> data, bool completes) {
+  if (body_offset_ == body_.size()) {
+    body_.clear();
+    body_offset_ = 0;
+  }
+  body_.append(data.data(), data.size());
+  if (completes) {
+    response_side_ = ResponseSide::Complete;
+  }
+  nghttp2_session_resume_data(session(), id_);
+}
+
+void Http2Stream::endResponse() {
+  response_side_ = ResponseSide::Complete;
+  nghttp2_session_resume_data(session(), id_);
+}
+
+long Http2Stream::readResponse(std::uint8_t* buf, std::size_t length, bool& eof) {
+  const std::size_t available = body_.size() - body_offset_;
+  const std::size_t n = std::min(length, available);
+  if (n > 0) {
+    std::memcpy(buf, body_.data() + body_offset_, n);
+    body_offset_ += n;
+    if (available > kHighWater && available - n <= kHighWater) {
+      connection_.updateReading();  // under the watermark again: the upstream is read again
+    }
+  }
+  if (body_offset_ == body_.size()) {
+    if (response_side_ == ResponseSide::Complete) {
+      eof = true;
+      return static_cast<long>(n);
+    }
+    if (n == 0) {
+      return NGHTTP2_ERR_DEFERRED;
+    }
+  }
+  return static_cast<long>(n);
+}
+
+void Http2Stream::sendDenial(policy::Reason reason, std::string_view detail) {
+  const policy::ReasonInfo& info = policy::reasonInfo(reason);
+  const int status = info.http_status != 0 ? info.http_status : 400;
+  const std::string body = denialBody(reason, detail);
+  field_bytes_.clear();
+  field_offsets_.clear();
+  const std::string proxy_status = proxyStatusValue(reason);
+  if (request_.grpc()) {
+    // A gRPC client reads the status from the trailers-only answer, never the HTTP status
+    // (docs/wire.md#grpc): 200, grpc-status, and the reason in grpc-message.
+    std::string message;
+    appendPercentEncoded(message, std::string_view(body).substr(0, body.size() - 1));
+    addField(":status", "200");
+    addField("content-type", "application/grpc");
+    addField("grpc-status", grpcStatusOf(reason));
+    addField("grpc-message", message);
+    addField("sluice-reason", info.token);
+    addField("proxy-status", proxy_status);
+    submitHead(200, false);
+    return;
+  }
+  const std::string status_text = std::to_string(status);
+  const std::string length = std::to_string(body.size());
+  addField(":status", status_text);
+  addField("sluice-reason", info.token);
+  addField("proxy-status", proxy_status);
+  addField("content-type", "text/plain; charset=utf-8");
+  addField("content-length", length);
+  addField("cache-control", "no-store");
+  body_.assign(body);
+  body_offset_ = 0;
+  submitHead(status, true);
+  response_side_ = ResponseSide::Complete;
+}
+
+void Http2Stream::switchedProtocols() {
+  // No WebSocket is asked for over HTTP/2 before extended CONNECT is offered: never reached.
+  resetStream(NGHTTP2_INTERNAL_ERROR);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Endings.
+
+void Http2Stream::resetStream(std::uint32_t error_code) {
+  if (life_ != Life::Open) {
+    return;
+  }
+  life_ = Life::Reset;
+  dropHeld();
+  nghttp2_submit_rst_stream(session(), NGHTTP2_FLAG_NONE, id_, error_code);
+}
+
+// The exchange gives up on its stream (a failure after the response began, an idle response):
+// the stream ends with RST_STREAM; the connection and its other streams go on.
+void Http2Stream::close(std::string_view why) {
+  SPDLOG_DEBUG("[C{}] stream {} reset: {}", facts().id, id_, why);
+  resetStream(NGHTTP2_INTERNAL_ERROR);
+  exchange_.abandon();
+  exchange_.dropUpstream();
+}
+
+void Http2Stream::park(std::unique_ptr<UpstreamConnection> connection) {
+  if (connection_.keepsUpstreams()) {
+    context().pool->put(std::move(connection));
+  } else {
+    connection_.retire(std::move(connection));
+  }
+}
+
+void Http2Stream::onExchangeOver(ExchangeState) {
+  if (request_side_ == RequestSide::Receiving) {
+    // Answered before the body ended: the rest is read and dropped (RFC 9113 §8.1).
+    request_side_ = RequestSide::Discarding;
+    dropHeld();
+  }
+  codec_.onStreamOver(*this);
+}
+
+}  // namespace sluice::proxy::session

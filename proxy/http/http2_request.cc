@@ -134,7 +134,10 @@ bool Http2RequestBuilder::add(std::string_view name, std::string_view value) {
     return true;  // written by sluice from the framing
   }
   if (name == "cookie") {
-    // Joined into one field for HTTP/1.1 (RFC 9113 §8.2.3).
+    // Joined into one field for HTTP/1.1 (RFC 9113 §8.2.3); an empty crumb adds nothing.
+    if (value.empty()) {
+      return true;
+    }
     if (!cookie_.empty()) {
       cookie_ += "; ";
     }

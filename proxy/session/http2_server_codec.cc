@@ -109,11 +109,42 @@ Http2ServerCodec::~Http2ServerCodec() {
   }
 }
 
+nghttp2_session* Http2ServerCodec::newServerSession(const nghttp2_session_callbacks* callbacks,
+                                                   void* user_data, std::size_t max_header_bytes) {
+  nghttp2_option* option = nullptr;
+  if (nghttp2_option_new(&option) != 0) {
+    return nullptr;
+  }
+  // Request windows go back only as the upstream takes the bytes (Http2Stream::onData).
+  nghttp2_option_set_no_auto_window_update(option, 1);
+  nghttp2_option_set_max_settings(option, kMaxSettings);
+  nghttp2_option_set_max_continuations(option, kMaxContinuations);
+  nghttp2_option_set_stream_reset_rate_limit(option, kResetBurst, kResetRate);
+  // The client's HPACK table for what sluice sends: nghttp2's default (4 KiB) bounds it.
+  nghttp2_session* session = nullptr;
+  const int rv = nghttp2_session_server_new2(&session, callbacks, user_data, option);
+  nghttp2_option_del(option);
+  if (rv != 0) {
+    return nullptr;
+  }
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, kMaxConcurrentStreams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(max_header_bytes)},
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+  };
+  if (nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, settings, std::size(settings)) != 0 ||
+      nghttp2_session_set_local_window_size(session, NGHTTP2_FLAG_NONE, 0, kConnectionWindow) !=
+          0) {
+    nghttp2_session_del(session);
+    return nullptr;
+  }
+  return session;
+}
+
 bool Http2ServerCodec::start() {
   nghttp2_session_callbacks* callbacks = nullptr;
-  nghttp2_option* option = nullptr;
-  if (nghttp2_session_callbacks_new(&callbacks) != 0 || nghttp2_option_new(&option) != 0) {
-    nghttp2_session_callbacks_del(callbacks);
+  if (nghttp2_session_callbacks_new(&callbacks) != 0) {
     return false;
   }
   nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, Callbacks::onBeginHeaders);
@@ -121,31 +152,9 @@ bool Http2ServerCodec::start() {
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Callbacks::onFrameRecv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Callbacks::onDataChunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Callbacks::onStreamClose);
-  // Request windows go back only as the upstream takes the bytes (Http2Stream::onData).
-  nghttp2_option_set_no_auto_window_update(option, 1);
-  nghttp2_option_set_max_settings(option, kMaxSettings);
-  nghttp2_option_set_max_continuations(option, kMaxContinuations);
-  nghttp2_option_set_stream_reset_rate_limit(option, kResetBurst, kResetRate);
-  // The client's HPACK table for what sluice sends: nghttp2's default (4 KiB) bounds it.
-  const int rv = nghttp2_session_server_new2(&session_, callbacks, this, option);
+  session_ = newServerSession(callbacks, this, max_header_bytes_);
   nghttp2_session_callbacks_del(callbacks);
-  nghttp2_option_del(option);
-  if (rv != 0) {
-    session_ = nullptr;
-    return false;
-  }
-  const nghttp2_settings_entry settings[] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, kMaxConcurrentStreams},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(max_header_bytes_)},
-      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-  };
-  if (nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)) != 0 ||
-      nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow) !=
-          0) {
-    return false;
-  }
-  return true;
+  return session_ != nullptr;
 }
 
 void Http2ServerCodec::feed(std::span<const char> plaintext) {
@@ -309,7 +318,7 @@ bool Http2ServerCodec::onTimeout(bool connector_deadline_over) {
 
 void Http2ServerCodec::onClientClosed() {
   for (std::size_t i = 0; i < live_.size(); ++i) {
-    live_[i]->exchange().onClientClosed();
+    live_[i]->onClientGone();
   }
 }
 

@@ -26,6 +26,7 @@
 #include "proxy/session/exchange_host.h"
 
 struct nghttp2_session;
+struct nghttp2_session_callbacks;
 
 namespace sluice::proxy::session {
 
@@ -71,6 +72,10 @@ class Http2ServerCodec {
 
   // The server's connection preface (SETTINGS). False if nghttp2 could not be set up.
   bool start();
+  // An nghttp2 server session as sluice runs it (the options and SETTINGS above), for the codec
+  // and for the fuzz target that feeds it hostile frames. Null on failure.
+  static nghttp2_session* newServerSession(const nghttp2_session_callbacks* callbacks,
+                                           void* user_data, std::size_t max_header_bytes);
   // Client plaintext: frames are processed as they complete.
   void feed(std::span<const char> plaintext);
   // Serialises what nghttp2 has to send into the connection's (corked) writes.

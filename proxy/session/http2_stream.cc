@@ -232,6 +232,9 @@ void Http2Stream::requestCutShort() {
 }
 
 void Http2Stream::onClosed(std::uint32_t error_code) {
+  if (life_ == Life::Closed) {
+    return;  // (ended when the client went; nghttp2 closes it later)
+  }
   const bool before_head = request_side_ == RequestSide::HeadPending;
   life_ = Life::Closed;
   if (exchange_.inFlight()) {
@@ -256,6 +259,17 @@ void Http2Stream::onClosed(std::uint32_t error_code) {
   }
   dropHeld();
   codec_.onStreamOver(*this);
+}
+
+void Http2Stream::onClientGone() {
+  if (life_ == Life::Closed || request_side_ == RequestSide::Ended ||
+      request_side_ == RequestSide::Delivered) {
+    return;
+  }
+  if (exchange_.inFlight()) {
+    exchange_.onClientClosed();  // mid-request: as an HTTP/1.1 client that closed mid-body
+  }
+  onClosed(NGHTTP2_CANCEL);  // nghttp2 will not close it: no frame of it can come any more
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -58,6 +58,10 @@ class Http2Stream final : public Downstream, private ExchangeHost {
   void onEndOfRequest();
   // nghttp2 closed the stream (sent or received END_STREAM both ways, or a reset).
   void onClosed(std::uint32_t error_code);
+  // The client's connection ended (EOF, close_notify): a stream whose request is not complete
+  // can never be, and ends now (cut short, on record); one whose request is complete goes on
+  // answering for as long as the connection lasts.
+  void onClientGone();
   // What was held goes to the exchange as far as it takes it now.
   void deliverHeld();
   // Whether the codec may free it: its exchange is over and nghttp2 has closed it.

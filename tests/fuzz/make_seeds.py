@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the hand-made seeds of the fuzz targets that take structured input (DNS replies, HTTP
 responses, chunked bodies, configurations) into tests/fuzz/corpus/<target>/, named for what
-they hold. Run it again after changing a seed here; what libFuzzer added (hash-named files) is
+they hold. Run it again (with Debian's /usr/bin/python3: the HTTP/2 seeds need python3-h2) after
+changing a seed here; what libFuzzer added (hash-named files) is
 left alone."""
 import os
 import struct
@@ -171,9 +172,55 @@ def configs():
         write("fuzz_config", n, data)
 
 
+# --- fuzz_http2_frames: a sandbox's frames after the connection preface (python3-h2 writes
+# them; the first byte also chooses where the input is cut in two reads) ---
+def http2_frames():
+    import h2.config
+    import h2.connection
+    cfg = h2.config.H2Configuration(client_side=True, validate_outbound_headers=False,
+                                    normalize_outbound_headers=False)
+
+    def frames(*requests):
+        conn = h2.connection.H2Connection(config=cfg)
+        conn.initiate_connection()
+        for headers, body in requests:
+            sid = conn.get_next_available_stream_id()
+            conn.send_headers(sid, headers, end_stream=body is None)
+            if body is not None:
+                conn.send_data(sid, body, end_stream=True)
+        return conn.data_to_send()[24:]  # the preface is the target's own
+
+    get = [(":method", "GET"), (":scheme", "https"), (":authority", "pkg.test"), (":path", "/")]
+    seeds = {
+        "get": frames((get, None)),
+        "three_gets_cookies": frames((get + [("cookie", "a=1"), ("cookie", "b=2")], None),
+                                     (get, None), (get + [("accept", "*/*")], None)),
+        "post_with_length": frames(([(":method", "POST"), (":scheme", "https"),
+                                     (":authority", "pkg.test"), (":path", "/up"),
+                                     ("content-length", "5")], b"hello")),
+        "post_chunked": frames(([(":method", "POST"), (":scheme", "https"),
+                                 (":authority", "pkg.test"), (":path", "/up")], b"x" * 100)),
+        "length_disagrees": frames(([(":method", "POST"), (":scheme", "https"),
+                                     (":authority", "pkg.test"), (":path", "/up"),
+                                     ("content-length", "50")], b"short")),
+        "upper_case_name": frames((get + [("X-Test", "1")], None)),
+        "connection_field": frames((get + [("connection", "close")], None)),
+        "host_disagrees": frames((get + [("host", "evil.test")], None)),
+        "scheme_http": frames(([(":method", "GET"), (":scheme", "http"),
+                                (":authority", "pkg.test"), (":path", "/")], None)),
+        "connect": frames(([(":method", "CONNECT"), (":authority", "evil.test:443")], None)),
+        "grpc": frames(([(":method", "POST"), (":scheme", "https"), (":authority", "pkg.test"),
+                         (":path", "/pkg.Service/Method"), ("content-type", "application/grpc"),
+                         ("te", "trailers")], b"\x00\x00\x00\x00\x00")),
+    }
+    for n, data in seeds.items():
+        write("fuzz_http2_frames", n, data)
+
+
 if __name__ == "__main__":
     responses()
     chunked()
     dns_answers()
     configs()
+    http2_frames()
     sys.exit(0)

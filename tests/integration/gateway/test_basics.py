@@ -6,6 +6,7 @@ import uuid
 import clients
 import content as C
 import expect
+from h2client import H2Tunnel
 from http1 import request_bytes
 from sluice_proc import bed_rules
 
@@ -187,8 +188,22 @@ def test_method_and_path_rules(gw, bed):
                 (e["host"] == "api.allowed.test" and e["method"] == "POST")]
 
 
-def test_alpn_never_selects_h2(gw):
-    ex = gw.tunnel("allowed.test", [get("/whoami.txt", keep_alive=False)],
-                   alpn=("h2", "http/1.1"))
-    assert ex.alpn in ("http/1.1", None)
-    assert ex.final.status == 200
+def test_alpn_selects_h2_and_each_stream_is_checked(gw, bed):
+    """sluice offers ALPN h2 and http/1.1 (docs/wire.md#tls-toward-the-sandbox): a client
+    offering both gets h2, and then each stream is a request checked on its own
+    (docs/wire.md#http2): one whose :authority names another host is 403 host_mismatch and
+    never forwarded, one for the tunnel's host on the same connection is answered, and each
+    has its record with proto h2."""
+    m, mark = marker(), gw.audit.mark()
+    with H2Tunnel(gw.sluice.address, gw.authority("allowed.test"), gw.sluice.ca_pem) as t:
+        assert t.alpn == "h2", "ALPN %r selected" % t.alpn
+        t.start()
+        other = t.one("GET", "/whoami.txt?m=" + m, authority=gw.authority("other.test"))
+        own = t.one("GET", "/whoami.txt")
+    expect.denial(other, 403, "host_mismatch")
+    assert (own.status, own.body) == (200, b"allowed.test\n"), own.describe()
+    bed.nginx.barrier()
+    assert not [e for e in bed.nginx.access("cdn") if m in e["uri"]]
+    recs = gw.audit.wait(mark, lambda r: r["client"] == t.client, count=2)
+    assert sorted((r["decision"], r["reason"], r["status"], r["proto"]) for r in recs) == \
+        [("allow", None, 200, "h2"), ("deny", "host_mismatch", 403, "h2")], recs

@@ -11,6 +11,7 @@ import pytest
 import clients
 import expect
 from gateway import Gateway, Runner
+from h2client import H2Tunnel
 from http1 import HttpReader, request_bytes
 from netutil import free_port
 from oracles import cdn_hits, get, marker
@@ -198,15 +199,41 @@ def test_non_http_inside_tls_is_refused(gw, bed, payload):
     assert not [e for e in bed.nginx.access("cdn") if m in e["request"] or m in e["uri"]]
 
 
-@pytest.mark.parametrize("alpn", [("x-custom",), ("imap",), ("h2",), ("h2", "x-custom")])
-def test_alpn_other_than_http11_selects_nothing(gw, alpn):
-    """Edge case (T2): the client offers only protocols sluice does not parse: the handshake
-    completes with no ALPN selected (docs/wire.md#tls-toward-the-sandbox: sluice offers http/1.1
-    only), and what follows is parsed as HTTP/1.1."""
+@pytest.mark.parametrize("alpn", [("x-custom",), ("imap",), ("spdy/3", "h3"), ("h2c",),
+                                  ("h2c", "x-custom")])
+def test_alpn_other_than_h2_and_http11_selects_nothing(gw, alpn):
+    """Edge case (T2): the client offers only protocols sluice does not speak (h2c among them:
+    it is never offered, docs/wire.md#http2): the handshake completes with no ALPN selected
+    (docs/wire.md#tls-toward-the-sandbox: sluice offers h2 and http/1.1), and what follows is
+    parsed as HTTP/1.1 and recorded so."""
+    mark = gw.audit.mark()
     ex = gw.tunnel("allowed.test", [get("/whoami.txt", keep_alive=False)], alpn=alpn)
     assert ex.tls_error is None, ex.tls_error
     assert ex.alpn is None, "ALPN %r selected" % ex.alpn
     assert (ex.final.status, ex.final.body) == (200, b"allowed.test\n")
+    rec = gw.audit.one(mark, lambda r: r["client"] == ex.client)
+    expect.record(rec, decision="allow", proto="http/1.1")
+
+
+@pytest.mark.parametrize("alpn", [("h2",), ("x-custom", "h2")])
+def test_alpn_h2_offered_with_others_selects_h2_and_streams_are_checked(gw, bed, alpn):
+    """Edge case (T2, S8): h2 offered alone or after a protocol sluice does not speak: h2 is
+    selected, and what follows is HTTP/2 whose streams are checked each on its own: a stream
+    for another tenant is 403 host_mismatch, never forwarded."""
+    m, mark = marker(), gw.audit.mark()
+    with H2Tunnel(gw.sluice.address, gw.authority("allowed.test"), gw.sluice.ca_pem,
+                  alpn=alpn) as t:
+        assert t.alpn == "h2", "ALPN %r selected" % t.alpn
+        t.start()
+        denied = t.one("GET", "/whoami.txt?m=" + m, authority="evil.test")
+        ok = t.one("GET", "/whoami.txt")
+    expect.denial(denied, 403, "host_mismatch")
+    assert (ok.status, ok.body) == (200, b"allowed.test\n"), ok.describe()
+    assert cdn_hits(bed, m) == []
+    recs = gw.audit.wait(mark, lambda r: r["client"] == t.client, count=2)
+    assert sorted((r["decision"], r["reason"], r["proto"], r["host"]) for r in recs) == \
+        [("allow", None, "h2", gw.authority("allowed.test")),
+         ("deny", "host_mismatch", "h2", "evil.test")], recs
 
 
 # --- T3: upgrades ---------------------------------------------------------------------------------

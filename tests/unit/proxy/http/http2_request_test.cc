@@ -1,0 +1,180 @@
+// Http2RequestBuilder: an HTTP/2 stream's fields in, the RequestHead sluice decides and writes
+// upstream out; RFC 9113 §8.1-8.3 malformations (stream errors, never translated) and the
+// well-formed requests sluice refuses on the stream (docs/wire.md#http2).
+#include "proxy/http/http2_request.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sluice::proxy::http {
+namespace {
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+using Outcome = Http2RequestBuilder::Outcome;
+
+const Fields kGet = {{":method", "GET"},
+                     {":scheme", "https"},
+                     {":authority", "pkg.test"},
+                     {":path", "/simple/?q=1"}};
+
+Fields with(Fields base, const Fields& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+Outcome build(Http2RequestBuilder& b, const Fields& fields, bool end_stream = true) {
+  b.reset();
+  for (const auto& [name, value] : fields) {
+    if (!b.add(name, value)) {
+      break;
+    }
+  }
+  return b.finish(end_stream);
+}
+
+TEST(Http2Request, AWellFormedGetBecomesTheHeadSluiceDecides) {
+  Http2RequestBuilder b;
+  ASSERT_EQ(build(b, with(kGet, {{"accept", "*/*"}, {"user-agent", "pip/23"}})), Outcome::Ready);
+  const RequestHead& h = b.head();
+  EXPECT_EQ(h.method, "GET");
+  EXPECT_EQ(h.target, "/simple/?q=1");
+  EXPECT_EQ(h.origin_target, "/simple/?q=1");
+  EXPECT_EQ(h.host, "pkg.test");  // :authority is the Host
+  EXPECT_EQ(h.host_count, 1u);
+  EXPECT_EQ(h.framing, BodyFraming::None);
+  EXPECT_FALSE(h.absolute_form);
+  ASSERT_EQ(h.headers.size(), 2u);
+  EXPECT_EQ(h.headers.name(0), "accept");
+  EXPECT_EQ(h.headers.value(1), "pip/23");
+}
+
+TEST(Http2Request, FramingFollowsContentLengthOrTheStream) {
+  Http2RequestBuilder b;
+  ASSERT_EQ(build(b, with(kGet, {{"content-length", "12"}}), false), Outcome::Ready);
+  EXPECT_EQ(b.head().framing, BodyFraming::ContentLength);
+  EXPECT_EQ(b.head().content_length, 12u);
+  EXPECT_FALSE(b.head().headers.find("content-length"));  // written by sluice from the framing
+  ASSERT_EQ(build(b, kGet, false), Outcome::Ready);
+  EXPECT_EQ(b.head().framing, BodyFraming::Chunked);  // no length: chunked toward HTTP/1.1
+  ASSERT_EQ(build(b, with(kGet, {{"content-length", "0"}}), true), Outcome::Ready);
+  EXPECT_EQ(b.head().framing, BodyFraming::ContentLength);
+  EXPECT_EQ(b.head().content_length, 0u);
+}
+
+TEST(Http2Request, CookiesAreJoinedForHttp11) {
+  Http2RequestBuilder b;
+  ASSERT_EQ(build(b, with(kGet, {{"cookie", "a=1"}, {"accept", "x"}, {"cookie", "b=2"}})),
+            Outcome::Ready);
+  EXPECT_EQ(b.head().headers.count("cookie"), 1u);
+  EXPECT_EQ(b.head().headers.find("cookie"), "a=1; b=2");
+}
+
+TEST(Http2Request, ExpectContinueAndGrpcAreRecognised) {
+  Http2RequestBuilder b;
+  ASSERT_EQ(build(b, with(kGet, {{"expect", "100-continue"},
+                                 {"content-type", "application/grpc+proto"}}),
+                  false),
+            Outcome::Ready);
+  EXPECT_TRUE(b.head().expect_continue);
+  EXPECT_TRUE(b.grpc());
+  ASSERT_EQ(build(b, kGet), Outcome::Ready);
+  EXPECT_FALSE(b.head().expect_continue);
+  EXPECT_FALSE(b.grpc());
+}
+
+TEST(Http2Request, AHostFieldBesideAuthorityMustAgree) {
+  Http2RequestBuilder b;
+  ASSERT_EQ(build(b, with(kGet, {{"host", "PKG.test"}})), Outcome::Ready);  // same name
+  EXPECT_EQ(b.head().host, "pkg.test");
+  EXPECT_FALSE(b.head().headers.find("host"));  // checked, then dropped: Host is H
+  ASSERT_EQ(build(b, with(kGet, {{"host", "evil.test"}})), Outcome::Refused);
+  EXPECT_EQ(b.refusal().reason, policy::Reason::HostMismatch);
+}
+
+TEST(Http2Request, AHostFieldAloneIsTheHost) {
+  Http2RequestBuilder b;
+  const Fields fields = {
+      {":method", "GET"}, {":scheme", "https"}, {":path", "/"}, {"host", "pkg.test"}};
+  ASSERT_EQ(build(b, fields), Outcome::Ready);
+  EXPECT_EQ(b.head().host, "pkg.test");
+}
+
+TEST(Http2Request, WellFormedButNotForwardedIsRefusedOnTheStream) {
+  struct Case {
+    const char* name;
+    Fields fields;
+    policy::Reason reason;
+  };
+  const std::vector<Case> cases = {
+      {"scheme http", {{":method", "GET"}, {":scheme", "http"}, {":authority", "a"}, {":path", "/"}},
+       policy::Reason::BadRequest},
+      {"no authority, no host", {{":method", "GET"}, {":scheme", "https"}, {":path", "/"}},
+       policy::Reason::HostMissing},
+      {"CONNECT", {{":method", "CONNECT"}, {":authority", "evil.test:443"}},
+       policy::Reason::BadRequest},
+  };
+  Http2RequestBuilder b;
+  for (const Case& c : cases) {
+    EXPECT_EQ(build(b, c.fields), Outcome::Refused) << c.name;
+    EXPECT_EQ(b.refusal().reason, c.reason) << c.name;
+  }
+}
+
+// RFC 9113 §8.1.1: each is a stream error; none may be translated into an HTTP/1.1 request.
+TEST(Http2Request, MalformedStreamsAreNeverTranslated) {
+  struct Case {
+    const char* name;
+    Fields fields;
+  };
+  const std::vector<Case> cases = {
+      {"upper-case name", with(kGet, {{"X-Test", "1"}})},
+      {"name with a space", with(kGet, {{"x test", "1"}})},
+      {"empty name", with(kGet, {{"", "1"}})},
+      {"CR in a value", with(kGet, {{"x-test", "a\rb"}})},
+      {"LF in a value", with(kGet, {{"x-test", "a\nInjected: 1"}})},
+      {"NUL in a value", with(kGet, {{"x-test", std::string("a\0b", 3)}})},
+      {"leading space", with(kGet, {{"x-test", " a"}})},
+      {"trailing tab", with(kGet, {{"x-test", "a\t"}})},
+      {"connection", with(kGet, {{"connection", "keep-alive"}})},
+      {"keep-alive", with(kGet, {{"keep-alive", "5"}})},
+      {"proxy-connection", with(kGet, {{"proxy-connection", "x"}})},
+      {"transfer-encoding", with(kGet, {{"transfer-encoding", "chunked"}})},
+      {"upgrade", with(kGet, {{"upgrade", "websocket"}})},
+      {"te gzip", with(kGet, {{"te", "gzip"}})},
+      {"pseudo after regular", with({{"accept", "*/*"}}, kGet)},
+      {"repeated :path", with(kGet, {{":path", "/other"}})},
+      {"unknown pseudo", with(kGet, {{":evil", "1"}})},
+      {"response pseudo", with(kGet, {{":status", "200"}})},
+      {"no :method", {{":scheme", "https"}, {":authority", "a"}, {":path", "/"}}},
+      {"no :path", {{":method", "GET"}, {":scheme", "https"}, {":authority", "a"}}},
+      {"empty :path", {{":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", ""}}},
+      {"no :scheme", {{":method", "GET"}, {":authority", "a"}, {":path", "/"}}},
+      {":protocol on GET", with(kGet, {{":protocol", "websocket"}})},
+      {"CONNECT with :path", {{":method", "CONNECT"}, {":authority", "a:443"}, {":path", "/"}}},
+      {"content-length not a number", with(kGet, {{"content-length", "1x"}})},
+      {"content-length signed", with(kGet, {{"content-length", "+5"}})},
+      {"content-lengths that differ", with(kGet, {{"content-length", "5"}, {"content-length", "6"}})},
+      {"two host fields that differ", with(kGet, {{"host", "pkg.test"}, {"host", "evil.test"}})},
+  };
+  Http2RequestBuilder b;
+  for (const Case& c : cases) {
+    EXPECT_EQ(build(b, c.fields), Outcome::Malformed) << c.name;
+    EXPECT_FALSE(b.malformation().empty()) << c.name;
+  }
+  // te: trailers is the one te allowed (gRPC sends it); it is hop-by-hop upstream.
+  EXPECT_EQ(build(b, with(kGet, {{"te", "trailers"}})), Outcome::Ready);
+}
+
+TEST(Http2Request, ReuseForgetsThePreviousRequest) {
+  Http2RequestBuilder b;
+  ASSERT_EQ(build(b, with(kGet, {{"x-test", " bad"}})), Outcome::Malformed);
+  ASSERT_EQ(build(b, with(kGet, {{"cookie", "c=3"}})), Outcome::Ready);
+  EXPECT_EQ(b.head().headers.size(), 1u);
+  EXPECT_EQ(b.head().headers.find("cookie"), "c=3");
+}
+
+}  // namespace
+}  // namespace sluice::proxy::http

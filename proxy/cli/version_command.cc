@@ -2,6 +2,7 @@
 // operator needs to know when a CVE is announced for one of them.
 #include <ares.h>
 #include <llhttp.h>
+#include <nghttp2/nghttp2.h>
 #include <openssl/crypto.h>
 #include <spdlog/version.h>
 #include <uv.h>
@@ -19,10 +20,12 @@ int versionCommand(std::span<const std::string_view> args, Streams streams) {
     return kExitUsage;
   }
   std::fprintf(streams.out, "sluice %s\n", SLUICE_VERSION);
-  std::fprintf(streams.out, "  %s, c-ares %s, libuv %s, llhttp %d.%d.%d, spdlog %d.%d.%d\n",
+  std::fprintf(streams.out,
+               "  %s, c-ares %s, libuv %s, llhttp %d.%d.%d, nghttp2 %s, spdlog %d.%d.%d\n",
                OpenSSL_version(OPENSSL_VERSION), ares_version(nullptr), uv_version_string(),
                LLHTTP_VERSION_MAJOR, LLHTTP_VERSION_MINOR, LLHTTP_VERSION_PATCH,
-               SPDLOG_VER_MAJOR, SPDLOG_VER_MINOR, SPDLOG_VER_PATCH);
+               nghttp2_version(0)->version_str, SPDLOG_VER_MAJOR, SPDLOG_VER_MINOR,
+               SPDLOG_VER_PATCH);
   return kExitOk;
 }
 

@@ -265,6 +265,7 @@ void Http2ServerCodec::collect() {
     live_[i] = std::move(live_.back());
     live_.pop_back();
     if (spare_.size() < kSpareStreams) {
+      done->releaseBuffers();
       spare_.push_back(std::move(done));
     }
   }

@@ -85,6 +85,17 @@ void Http2Stream::open(std::int32_t id) {
   body_offset_ = 0;
 }
 
+void Http2Stream::releaseBuffers() {
+  std::string().swap(held_);
+  std::string().swap(body_);
+  body_offset_ = 0;
+  std::string().swap(field_bytes_);
+  std::string().swap(masked_);
+  std::vector<std::size_t>().swap(field_offsets_);
+  std::vector<nghttp2_nv>().swap(nva_);
+  exchange_.releaseBuffers();
+}
+
 // ---------------------------------------------------------------------------------------------
 // The request.
 

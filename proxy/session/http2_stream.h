@@ -46,6 +46,8 @@ class Http2Stream final : public Downstream, private ExchangeHost {
 
   // A new stream (a fresh or reused object).
   void open(std::int32_t id);
+  // A finished stream kept for reuse gives its buffers back: a spare costs its object only.
+  void releaseBuffers();
   std::int32_t id() const { return id_; }
   Exchange& exchange() { return exchange_; }
   http::Http2RequestBuilder& request() { return request_; }

@@ -20,12 +20,11 @@ int versionCommand(std::span<const std::string_view> args, Streams streams) {
     return kExitUsage;
   }
   std::fprintf(streams.out, "sluice %s\n", SLUICE_VERSION);
-  std::fprintf(streams.out,
-               "  %s, c-ares %s, libuv %s, llhttp %d.%d.%d, nghttp2 %s, spdlog %d.%d.%d\n",
-               OpenSSL_version(OPENSSL_VERSION), ares_version(nullptr), uv_version_string(),
-               LLHTTP_VERSION_MAJOR, LLHTTP_VERSION_MINOR, LLHTTP_VERSION_PATCH,
-               nghttp2_version(0)->version_str, SPDLOG_VER_MAJOR, SPDLOG_VER_MINOR,
-               SPDLOG_VER_PATCH);
+  std::fprintf(
+      streams.out, "  %s, c-ares %s, libuv %s, llhttp %d.%d.%d, nghttp2 %s, spdlog %d.%d.%d\n",
+      OpenSSL_version(OPENSSL_VERSION), ares_version(nullptr), uv_version_string(),
+      LLHTTP_VERSION_MAJOR, LLHTTP_VERSION_MINOR, LLHTTP_VERSION_PATCH,
+      nghttp2_version(0)->version_str, SPDLOG_VER_MAJOR, SPDLOG_VER_MINOR, SPDLOG_VER_PATCH);
   return kExitOk;
 }
 

@@ -110,7 +110,7 @@ Http2ServerCodec::~Http2ServerCodec() {
 }
 
 nghttp2_session* Http2ServerCodec::newServerSession(const nghttp2_session_callbacks* callbacks,
-                                                   void* user_data, std::size_t max_header_bytes) {
+                                                    void* user_data, std::size_t max_header_bytes) {
   nghttp2_option* option = nullptr;
   if (nghttp2_option_new(&option) != 0) {
     return nullptr;
@@ -186,8 +186,8 @@ void Http2ServerCodec::send() {
     if (n <= 0) {
       break;
     }
-    host_.sendClient(std::string_view(reinterpret_cast<const char*>(data),
-                                      static_cast<std::size_t>(n)));
+    host_.sendClient(
+        std::string_view(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n)));
   }
   if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) {
     done("HTTP/2 session over");

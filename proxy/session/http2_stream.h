@@ -30,7 +30,6 @@
 #include "proxy/session/exchange_host.h"
 #include "proxy/session/secret_mask.h"
 
-
 namespace sluice::proxy::session {
 
 class Http2ServerCodec;
@@ -137,11 +136,11 @@ class Http2Stream final : public Downstream, private ExchangeHost {
   Exchange exchange_;
   // The three sides of a stream, each one small machine (moves only forward).
   enum class RequestSide : std::uint8_t {
-    HeadPending, // HEADERS (and CONTINUATION) still coming
-    Receiving,   // DATA may come
-    Ended,       // END_STREAM received; what is held goes first
-    Delivered,   // the exchange has the request's end
-    Discarding,  // the response ended first: the rest of the body is dropped
+    HeadPending,  // HEADERS (and CONTINUATION) still coming
+    Receiving,    // DATA may come
+    Ended,        // END_STREAM received; what is held goes first
+    Delivered,    // the exchange has the request's end
+    Discarding,   // the response ended first: the rest of the body is dropped
   };
   enum class ResponseSide : std::uint8_t {
     NotBegun,

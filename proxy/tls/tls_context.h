@@ -33,7 +33,8 @@ inline constexpr std::string_view kAlpnH2 = "h2";
 // TLS 1.3 suites and ECDHE AEAD TLS 1.2 suites, at security level 2.
 // The certificate and key are set per connection (TlsSession::server), so one context serves
 // every host. ALPN: selects "h2" when the client offers it, else "http/1.1" when it offers that,
-// otherwise answers without ALPN (never another protocol). No client certificates. Renegotiation refused.
+// otherwise answers without ALPN (never another protocol). No client certificates. Renegotiation
+// refused.
 //
 // No session resumption, by design: no tickets (TLS 1.2 or 1.3) and no session cache. The
 // context is shared by every host of every sandbox, and OpenSSL lets a TLS 1.3 client resume

@@ -121,8 +121,8 @@ int onFrameRecv(nghttp2_session* session, const nghttp2_frame* frame, void* user
   return 0;
 }
 
-int onDataChunk(nghttp2_session* session, std::uint8_t, std::int32_t stream_id,
-                const std::uint8_t*, std::size_t length, void*) {
+int onDataChunk(nghttp2_session* session, std::uint8_t, std::int32_t stream_id, const std::uint8_t*,
+                std::size_t length, void*) {
   nghttp2_session_consume(session, stream_id, length);  // as an upstream that takes it all
   return 0;
 }

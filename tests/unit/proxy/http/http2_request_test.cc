@@ -74,10 +74,10 @@ TEST(Http2Request, CookiesAreJoinedForHttp11) {
 
 TEST(Http2Request, ExpectContinueAndGrpcAreRecognised) {
   Http2RequestBuilder b;
-  ASSERT_EQ(build(b, with(kGet, {{"expect", "100-continue"},
-                                 {"content-type", "application/grpc+proto"}}),
-                  false),
-            Outcome::Ready);
+  ASSERT_EQ(
+      build(b, with(kGet, {{"expect", "100-continue"}, {"content-type", "application/grpc+proto"}}),
+            false),
+      Outcome::Ready);
   EXPECT_TRUE(b.head().expect_continue);
   EXPECT_TRUE(b.grpc());
   ASSERT_EQ(build(b, kGet), Outcome::Ready);
@@ -109,11 +109,14 @@ TEST(Http2Request, WellFormedButNotForwardedIsRefusedOnTheStream) {
     policy::Reason reason;
   };
   const std::vector<Case> cases = {
-      {"scheme http", {{":method", "GET"}, {":scheme", "http"}, {":authority", "a"}, {":path", "/"}},
+      {"scheme http",
+       {{":method", "GET"}, {":scheme", "http"}, {":authority", "a"}, {":path", "/"}},
        policy::Reason::BadRequest},
-      {"no authority, no host", {{":method", "GET"}, {":scheme", "https"}, {":path", "/"}},
+      {"no authority, no host",
+       {{":method", "GET"}, {":scheme", "https"}, {":path", "/"}},
        policy::Reason::HostMissing},
-      {"CONNECT", {{":method", "CONNECT"}, {":authority", "evil.test:443"}},
+      {"CONNECT",
+       {{":method", "CONNECT"}, {":authority", "evil.test:443"}},
        policy::Reason::BadRequest},
   };
   Http2RequestBuilder b;
@@ -150,13 +153,15 @@ TEST(Http2Request, MalformedStreamsAreNeverTranslated) {
       {"response pseudo", with(kGet, {{":status", "200"}})},
       {"no :method", {{":scheme", "https"}, {":authority", "a"}, {":path", "/"}}},
       {"no :path", {{":method", "GET"}, {":scheme", "https"}, {":authority", "a"}}},
-      {"empty :path", {{":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", ""}}},
+      {"empty :path",
+       {{":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", ""}}},
       {"no :scheme", {{":method", "GET"}, {":authority", "a"}, {":path", "/"}}},
       {":protocol on GET", with(kGet, {{":protocol", "websocket"}})},
       {"CONNECT with :path", {{":method", "CONNECT"}, {":authority", "a:443"}, {":path", "/"}}},
       {"content-length not a number", with(kGet, {{"content-length", "1x"}})},
       {"content-length signed", with(kGet, {{"content-length", "+5"}})},
-      {"content-lengths that differ", with(kGet, {{"content-length", "5"}, {"content-length", "6"}})},
+      {"content-lengths that differ",
+       with(kGet, {{"content-length", "5"}, {"content-length", "6"}})},
       {"two host fields that differ", with(kGet, {{"host", "pkg.test"}, {"host", "evil.test"}})},
   };
   Http2RequestBuilder b;

@@ -315,8 +315,8 @@ SslCtxPtr clientOffering(std::string_view wire_list) {
 // h2 is sluice's preference whatever the client's order: each stream is then decided on its own
 // (docs/wire.md#http2). Before HTTP/2 this was "http/1.1, or nothing for an h2-only client".
 TEST(TlsSession, AlpnPicksH2WhenOfferedInAnyOrder) {
-  for (std::string_view offer : {"\x02h2\x08http/1.1"sv, "\x08http/1.1\x02h2"sv, "\x02h2"sv,
-                                 "\x06spdy/3\x02h2"sv}) {
+  for (std::string_view offer :
+       {"\x02h2\x08http/1.1"sv, "\x08http/1.1\x02h2"sv, "\x02h2"sv, "\x06spdy/3\x02h2"sv}) {
     SslCtxPtr ctx = clientOffering(offer);
     TlsSession server = sandbox().server("pkg.test");
     TlsSession client = sandbox().client("pkg.test", ctx.get());

@@ -34,8 +34,7 @@ def sha(data):
 
 
 def open_h2(gw, name="allowed.test", strict=True):
-    """An h2 connection on a CONNECT tunnel to `name` (TLS port of the bed); fails unless ALPN
-    selected h2."""
+    """An h2 connection on a CONNECT tunnel to `name` (the bed's TLS port); ALPN must be h2."""
     return H2Tunnel(gw.sluice.address, gw.authority(name), gw.sluice.ca_pem,
                     strict=strict).start()
 
@@ -45,11 +44,9 @@ def records(gw, tunnel, mark, count, after_allowed=False):
     `after_allowed`: the tunnel's last stream was allowed and answered after the others had
     ended, so its record is the barrier: once it is there, the others get a short grace only
     (a missing record then fails in seconds, not after the full wait)."""
-    timeout = 20
+    timeout = 3 if after_allowed else 20
     if after_allowed:
-        gw.audit.wait(mark, lambda r: r["client"] == tunnel.client and
-                      r["decision"] == "allow")
-        timeout = 3
+        gw.audit.wait(mark, lambda r: r["client"] == tunnel.client and r["decision"] == "allow")
     recs = gw.audit.wait(mark, lambda r: r["client"] == tunnel.client, count=count,
                          timeout=timeout)
     assert len(recs) == count, "expected %d records, got %r" % (count, recs)

@@ -56,6 +56,7 @@ void Http2RequestBuilder::reset() {
   method_ = scheme_ = authority_ = path_ = protocol_ = host_field_ = Slice{};
   cookie_.clear();
   regular_seen_ = false;
+  list_bytes_ = 0;
   grpc_ = false;
   content_length_.reset();
   malformed_ = {};
@@ -104,6 +105,10 @@ bool Http2RequestBuilder::addPseudo(std::string_view name, std::string_view valu
 bool Http2RequestBuilder::add(std::string_view name, std::string_view value) {
   if (!malformed_.empty()) {
     return false;
+  }
+  list_bytes_ += name.size() + value.size() + 32;
+  if (list_bytes_ > max_list_bytes_) {
+    return true;  // refused at its end (431); nothing more of it is kept
   }
   if (const char* problem = http2FieldProblem(name, value)) {
     return malformed(problem);
@@ -154,6 +159,11 @@ bool Http2RequestBuilder::add(std::string_view name, std::string_view value) {
 Http2RequestBuilder::Outcome Http2RequestBuilder::finish(bool end_stream) {
   if (!malformed_.empty()) {
     return Outcome::Malformed;
+  }
+  if (list_bytes_ > max_list_bytes_) {
+    head_.headers.clear();
+    refusal_ = {policy::Reason::HeaderTooLarge, "the header list is over max_header_bytes"};
+    return Outcome::Refused;
   }
   const bool connect = text(method_) == "CONNECT";
   // RFC 9113 §8.3.1 and RFC 8441 §4: what each form must carry.

@@ -47,6 +47,9 @@ class Http2RequestBuilder {
     Malformed,  // a stream error (RST_STREAM PROTOCOL_ERROR); never translated
   };
 
+  // The header list's bound (RFC 9113 §6.5.2: names, values and 32 bytes a field), from
+  // `max_header_bytes`; a list over it is refused 431 header_too_large.
+  void setMaxListBytes(std::size_t bytes) { max_list_bytes_ = bytes; }
   // Forgets the previous request; keeps the storage.
   void reset();
   // One field as decoded. False: the head is malformed (stop feeding; finish() says so).
@@ -85,6 +88,8 @@ class Http2RequestBuilder {
   Slice method_, scheme_, authority_, path_, protocol_, host_field_;
   std::string cookie_;
   bool regular_seen_ = false;
+  std::size_t list_bytes_ = 0;
+  std::size_t max_list_bytes_ = kDefaultMaxHeadBytes;
   bool grpc_ = false;
   std::optional<std::uint64_t> content_length_;
   std::string_view malformed_;

@@ -2,6 +2,7 @@
 
 #include <nghttp2/nghttp2.h>
 #include <spdlog/spdlog.h>
+#include <uv.h>
 
 #include <algorithm>
 
@@ -23,6 +24,28 @@ constexpr std::uint64_t kResetRate = 100;
 // connection ends (floods: docs/wire.md#http2-limits).
 constexpr std::size_t kMaxSettings = 32;
 constexpr std::size_t kMaxContinuations = 8;
+
+// sluice's own reset budget, below nghttp2's (which answers INTERNAL_ERROR): a burst of
+// kOwnResetBurst resets, then kOwnResetRate a second, before GOAWAY ENHANCE_YOUR_CALM.
+constexpr double kOwnResetBurst = 100;
+constexpr double kOwnResetRate = 50;
+// DATA frames that carry nothing and end nothing: no client needs them (each costs a frame's
+// processing and nothing else), so a connection may send this many in all.
+constexpr std::uint32_t kMaxEmptyData = 100;
+
+// What a connection error ends the connection with (GOAWAY's code).
+std::uint32_t goAwayCodeOf(ssize_t error) {
+  switch (error) {
+    case NGHTTP2_ERR_FLOODED:
+    case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
+    case NGHTTP2_ERR_TOO_MANY_SETTINGS:
+      return NGHTTP2_ENHANCE_YOUR_CALM;
+    case NGHTTP2_ERR_HEADER_COMP:
+      return NGHTTP2_COMPRESSION_ERROR;
+    default:
+      return NGHTTP2_PROTOCOL_ERROR;
+  }
+}
 
 }  // namespace
 
@@ -61,6 +84,9 @@ struct Http2ServerCodec::Callbacks {
 
   static int onFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
     Http2ServerCodec& self = codec(user_data);
+    if (self.flooded(*frame)) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;  // feed() ends the connection: ENHANCE_YOUR_CALM
+    }
     Http2Stream* stream = self.streamOf(frame->hd.stream_id);
     if (stream == nullptr) {
       return 0;
@@ -163,17 +189,37 @@ void Http2ServerCodec::feed(std::span<const char> plaintext) {
   if (n < 0) {
     // A connection error (bad preface, a flood, a framing error): nghttp2 has queued GOAWAY
     // where one can be sent; the connection ends once it is written.
-    SPDLOG_DEBUG("[C{}] h2 connection error: {}", connection_.facts().id,
-                 nghttp2_strerror(static_cast<int>(n)));
-    if (n != NGHTTP2_ERR_FLOODED && n != NGHTTP2_ERR_BAD_CLIENT_MAGIC) {
-      goAway(n == NGHTTP2_ERR_HEADER_COMP ? NGHTTP2_COMPRESSION_ERROR : NGHTTP2_PROTOCOL_ERROR);
+    const std::string_view why = flood_ != nullptr ? flood_ : nghttp2_strerror(static_cast<int>(n));
+    SPDLOG_DEBUG("[C{}] h2 connection error: {}", connection_.facts().id, why);
+    if (n != NGHTTP2_ERR_BAD_CLIENT_MAGIC) {
+      goAway(flood_ != nullptr ? std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM} : goAwayCodeOf(n));
     }
     abandon();
     dropUpstreams();
-    done(nghttp2_strerror(static_cast<int>(n)));
+    done(why);
     return;
   }
   reportIdle();
+}
+
+bool Http2ServerCodec::flooded(const nghttp2_frame& frame) {
+  if (frame.hd.type == NGHTTP2_RST_STREAM) {
+    const std::uint64_t now = uv_now(connection_.context().loop);
+    reset_tokens_ = std::min(
+        kOwnResetBurst,
+        reset_tokens_ + kOwnResetRate * static_cast<double>(now - reset_refilled_ms_) / 1000.0);
+    reset_refilled_ms_ = now;
+    if (reset_tokens_ < 1) {
+      flood_ = "rapid reset";
+      return true;
+    }
+    reset_tokens_ -= 1;
+  } else if (frame.hd.type == NGHTTP2_DATA && frame.hd.length == 0 &&
+             (frame.hd.flags & NGHTTP2_FLAG_END_STREAM) == 0 && ++empty_data_ > kMaxEmptyData) {
+    flood_ = "empty DATA frames";
+    return true;
+  }
+  return false;
 }
 
 void Http2ServerCodec::send() {

@@ -8,9 +8,10 @@
 // What the connection promises the sandbox (SETTINGS): at most kMaxConcurrentStreams streams at
 // once, a header list of at most max_header_bytes, no server push, a stream window of
 // kStreamWindow whose bytes are given back only as the upstream takes them (so memory per
-// stream is bounded), and no extended CONNECT yet. The floods nghttp2 knows (SETTINGS, PING and
-// RST_STREAM acknowledgements queued, rapid reset, CONTINUATION) end the connection with
-// GOAWAY.
+// stream is bounded), and no extended CONNECT yet. Floods end the connection with GOAWAY
+// ENHANCE_YOUR_CALM: those nghttp2 counts (acknowledgements queued for a client that does not
+// read, CONTINUATION, SETTINGS entries) and those sluice counts itself (resets at its own rate,
+// empty DATA frames) (docs/wire.md#http2).
 //
 // Owned by the connection (made when ALPN agreed h2); it owns the streams, frees a finished one
 // at the next safe point (never under the callback of its own exchange) and keeps a few for
@@ -23,10 +24,9 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/session/exchange_host.h"
+#include <nghttp2/nghttp2.h>
 
-struct nghttp2_session;
-struct nghttp2_session_callbacks;
+#include "proxy/session/exchange_host.h"
 
 namespace sluice::proxy::session {
 
@@ -122,6 +122,9 @@ class Http2ServerCodec {
   Http2Stream* streamOf(std::int32_t id) const;
   Http2Stream& openStream(std::int32_t id);
   void done(std::string_view why);
+  // A frame that is one too many of a flood nghttp2 does not count itself (resets at sluice's
+  // own rate, empty DATA frames): flood_ says which, and the connection ends.
+  bool flooded(const nghttp2_frame& frame);
   // A stream ended since nghttp2 was last called: the connection hears it once nghttp2 has
   // returned (Http2Host::onStreamsIdle), if no stream is left.
   void reportIdle();
@@ -139,6 +142,10 @@ class Http2ServerCodec {
   };
   Phase phase_ = Phase::Open;
   bool idle_news_ = false;  // a stream ended; reportIdle() has not looked yet
+  const char* flood_ = nullptr;  // the flood that ends the connection, once one did
+  double reset_tokens_ = 100;    // kOwnResetBurst
+  std::uint64_t reset_refilled_ms_ = 0;
+  std::uint32_t empty_data_ = 0;
 };
 
 }  // namespace sluice::proxy::session

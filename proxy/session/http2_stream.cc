@@ -69,7 +69,9 @@ void appendPercentEncoded(std::string& out, std::string_view text) {
 
 Http2Stream::Http2Stream(Http2ServerCodec& codec, ExchangeHost& connection,
                          std::size_t max_header_bytes)
-    : codec_(codec), connection_(connection), exchange_(*this, *this, max_header_bytes) {}
+    : codec_(codec), connection_(connection), exchange_(*this, *this, max_header_bytes) {
+  request_.setMaxListBytes(max_header_bytes);
+}
 
 nghttp2_session* Http2Stream::session() const { return codec_.session(); }
 

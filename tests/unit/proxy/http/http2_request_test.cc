@@ -173,6 +173,25 @@ TEST(Http2Request, MalformedStreamsAreNeverTranslated) {
   EXPECT_EQ(build(b, with(kGet, {{"te", "trailers"}})), Outcome::Ready);
 }
 
+// RFC 9113 §6.5.2's measure: names, values and 32 bytes a field, bounded by max_header_bytes.
+TEST(Http2Request, AHeaderListOverTheBoundIsRefused431) {
+  Http2RequestBuilder b;
+  b.setMaxListBytes(300);
+  // The four pseudo-headers are 57 bytes of text and 128 of overhead: 185; x-a adds 35 + v.
+  ASSERT_EQ(build(b, with(kGet, {{"x-a", std::string(80, 'a')}})), Outcome::Ready);    // 300
+  ASSERT_EQ(build(b, with(kGet, {{"x-a", std::string(81, 'a')}})), Outcome::Refused);  // 301
+  EXPECT_EQ(b.refusal().reason, policy::Reason::HeaderTooLarge);
+  EXPECT_EQ(b.method(), "GET");  // what it showed, for the record
+  // An HPACK bomb's many copies of one large field stop counting past the bound, and are not
+  // kept.
+  Fields bomb = kGet;
+  for (int i = 0; i < 1000; ++i) {
+    bomb.emplace_back("x-bomb", std::string(4000, 'b'));
+  }
+  ASSERT_EQ(build(b, bomb), Outcome::Refused);
+  EXPECT_EQ(b.head().headers.size(), 0u);
+}
+
 TEST(Http2Request, ReuseForgetsThePreviousRequest) {
   Http2RequestBuilder b;
   ASSERT_EQ(build(b, with(kGet, {{"x-test", " bad"}})), Outcome::Malformed);

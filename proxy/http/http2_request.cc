@@ -196,7 +196,7 @@ Http2RequestBuilder::Outcome Http2RequestBuilder::finish(bool end_stream) {
   head_.expect_continue = expect && ascii::iequals(*expect, "100-continue");
   head_.upgrade_requested = false;
   head_.websocket_upgrade = false;
-  // :authority is the Host; a host field beside it must name the same (SPEC §1).
+  // :authority is the Host; a host field beside it must name the same (docs/wire.md#the-invariant).
   if (authority_.present) {
     head_.host = text(authority_);
     head_.host_count = 1;

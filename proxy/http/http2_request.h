@@ -15,7 +15,7 @@
 // on the stream (403/400 with the reason): `:scheme` other than https, CONNECT without a
 // protocol, no `:authority` and no `host`, a `host` that disagrees with `:authority`.
 //
-// `:authority` is the Host (SPEC §1, 3): the head's `host` is it, and a `host` field beside it
+// `:authority` is the Host (docs/wire.md#the-invariant, 3): the head's `host` is it, and a `host` field beside it
 // is checked and dropped. Cookie fields are joined with "; " (RFC 9113 §8.2.3), as an HTTP/1.1
 // origin expects them.
 //

@@ -1,4 +1,4 @@
-"""HTTP/2 toward the sandbox (SPEC §5.1, §5.7; docs/wire.md#http2): sluice offers ALPN `h2` and
+"""HTTP/2 toward the sandbox (docs/wire.md#tls-toward-the-sandbox, docs/wire.md#http2): sluice offers ALPN `h2` and
 `http/1.1` on a CONNECT tunnel's TLS, and each HTTP/2 stream is a request of its own: decided,
 forwarded (as HTTP/1.1 to the bed's nginx, which offers no h2), denied and audited on its own.
 A denial is a 403 on that stream with the headers of docs/wire.md#denials; the connection and
@@ -105,7 +105,7 @@ def mib(bed):
 # --- 1. ALPN --------------------------------------------------------------------------------
 
 def test_alpn_h2_and_http11_offered_selects_h2(gw):
-    """A client offering h2 and http/1.1 gets h2 (SPEC §5.1), and sluice then speaks HTTP/2:
+    """A client offering h2 and http/1.1 gets h2 (docs/wire.md#tls-toward-the-sandbox), and sluice then speaks HTTP/2:
     its SETTINGS arrive and a GET is answered on a stream."""
     with open_h2(gw) as t:
         s = t.one("GET", "/whoami.txt")
@@ -128,7 +128,7 @@ def test_alpn_http11_only_selects_http11(gw):
 @pytest.mark.parametrize("alpn", [("spdy/3", "h3"), ("h2c",)])
 def test_alpn_only_unspoken_protocols_selects_nothing_and_parses_http11(gw, alpn):
     """A client offering only protocols sluice does not speak (SPDY, HTTP/3, h2c, which is never
-    offered: SPEC §5.7) gets no ALPN, and what follows is read as HTTP/1.1."""
+    offered: docs/wire.md#http2) gets no ALPN, and what follows is read as HTTP/1.1."""
     mark = gw.audit.mark()
     ex = gw.tunnel("allowed.test", [request_bytes("GET", "/whoami.txt", "allowed.test",
                                                   keep_alive=False)], alpn=alpn)
@@ -152,7 +152,7 @@ def test_allowed_get_on_a_stream_is_forwarded_as_http11_and_recorded_h2(gw, bed)
         assert (s.status, s.body) == (200, b"allowed.test\n"), s.describe()
         still_open(t)
     entry = bed.nginx.wait_access("cdn", lambda e: m in e["uri"])[0]
-    # translated: an HTTP/1.1 request line in origin form, Host H (SPEC §5.7, §5.6)
+    # translated: an HTTP/1.1 request line in origin form, Host H (docs/wire.md#http2, docs/wire.md#framing)
     assert entry["request"] == "GET %s HTTP/1.1" % path, entry
     assert (entry["ssl_server_name"], entry["host"]) == ("allowed.test", "allowed.test"), entry
     rec = records(gw, t, mark, 1)[0]
@@ -189,7 +189,7 @@ def test_concurrent_streams_on_one_connection_are_all_answered(gw, bed):
 def test_stream_for_another_authority_is_refused_and_others_go_on(gw, bed, authority):
     """Edge case (S8, connection coalescing): on the tunnel for allowed.test, a stream whose
     :authority names another tenant of the same CDN, another host the policy allows, or another
-    port: 403 host_mismatch on that stream (SPEC §1 (3), §5.7), never resolved, never forwarded;
+    port: 403 host_mismatch on that stream (docs/wire.md#the-invariant (3), docs/wire.md#http2), never resolved, never forwarded;
     a stream opened before it and one opened after it on the same connection are answered."""
     authority = authority.format(t=gw.t)
     m, ok, mark, dns = marker(), marker(), gw.audit.mark(), DnsMark(bed)
@@ -206,7 +206,7 @@ def test_stream_for_another_authority_is_refused_and_others_go_on(gw, bed, autho
     assert (s_after.status, s_after.body) == (200, b"allowed.test\n"), s_after.describe()
     assert cdn_hits(bed, m) == []
     host = authority.rsplit(":", 1)[0]
-    if host != "allowed.test":  # SPEC §1 (7): a refused name is never resolved
+    if host != "allowed.test":  # docs/wire.md#the-invariant (7): a refused name is never resolved
         assert dns.asked(host) == [], dns.names()
     recs = records(gw, t, mark, 3, after_allowed=True)
     deny = [r for r in recs if r["decision"] == "deny"]
@@ -216,7 +216,7 @@ def test_stream_for_another_authority_is_refused_and_others_go_on(gw, bed, autho
 
 
 def test_host_field_that_disagrees_with_authority_is_refused_on_its_stream(gw, bed):
-    """A `host` field beside :authority must agree with it (SPEC §1): :authority allowed.test,
+    """A `host` field beside :authority must agree with it (docs/wire.md#the-invariant): :authority allowed.test,
     host evil.test is 403 host_mismatch on that stream, nothing forwarded; a stream whose host
     agrees, and a plain one, are answered on the same connection."""
     m, ok, mark = marker(), marker(), gw.audit.mark()
@@ -269,7 +269,7 @@ def test_translated_head_carries_no_claim_headers(gw, bed):
     """Edge case (H8, S10): an allowed stream carrying every header through which an origin would
     read another host, path, scheme, method or client (X-Forwarded-Host, Forwarded,
     X-Original-URL, ..., and proxy-*; lower-case, as HTTP/2 has them): the head sluice writes
-    for the origin (SPEC §5.7: "written by §5.6") has none of them, the ordinary x-test beside
+    for the origin (docs/wire.md#http2: written as in docs/wire.md#framing) has none of them, the ordinary x-test beside
     them arrives, and Host is H."""
     m = marker()
     claims = [(name.lower(), "claim-%d" % i) for i, name in enumerate(CLAIM_HEADERS)
@@ -319,7 +319,7 @@ MALFORMED = {
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_malformed_stream_is_reset_and_never_forwarded(gw, bed, case):
-    """A stream malformed under RFC 9113 §8.1-8.3 is a stream error (SPEC §5.7): RST_STREAM
+    """A stream malformed under RFC 9113 §8.1-8.3 is a stream error (docs/wire.md#http2): RST_STREAM
     PROTOCOL_ERROR (or closed by a 400 bad_request, RFC 9113 §8.1.1), never
     translated to HTTP/1.1 (nothing with its marker reaches nginx; a field dropped and the rest
     forwarded is a failure too), recorded as a denial of its own; then an allowed stream on the
@@ -369,7 +369,7 @@ def test_content_length_that_disagrees_with_data_is_reset_and_never_completed(gw
 
 
 def test_scheme_http_on_the_tunnel_is_refused_on_its_stream(gw, bed):
-    """:scheme must be https (SPEC §5.7): a stream with :scheme http on the tunnel is refused
+    """:scheme must be https (docs/wire.md#http2): a stream with :scheme http on the tunnel is refused
     (reset, or answered 400 bad_request / 403 not_allowed_scheme), never forwarded, recorded;
     the connection goes on."""
     m, mark = marker(), gw.audit.mark()
@@ -471,7 +471,7 @@ def with_secret(config, workdir):
 
 def test_expect_100_continue_is_answered_while_sluice_holds_the_body(make_gw, bed):
     """With a secret configured, a request to a host whose rule does not inject it has its body
-    read for placeholders before it goes (SPEC §5.5), and sluice itself answers
+    read for placeholders before it goes (docs/wire.md#credential-brokering), and sluice itself answers
     `expect: 100-continue` (docs/wire.md#framing): over HTTP/2 too, a 100 comes on the stream
     before the client sends its body; then the body reaches the origin whole and the answer
     comes back."""
@@ -564,8 +564,8 @@ def test_http11_bytes_after_h2_was_selected_are_not_read_as_http11(gw, bed):
 # --- draining ------------------------------------------------------------------------------------
 
 def test_sigterm_lets_a_stream_in_flight_finish(start_sluice, bed, mib):
-    """SIGTERM stops accepting and lets requests in flight finish within shutdown_grace (SPEC
-    §2): a 1 MiB stream held in flight by the client's flow-control window (64 KiB read, no
+    """SIGTERM stops accepting and lets requests in flight finish within shutdown_grace
+    (docs/cli.md): a 1 MiB stream held in flight by the client's flow-control window (64 KiB read, no
     WINDOW_UPDATE yet) when the signal is delivered; once the client reopens the window the
     whole body arrives and the stream ends cleanly (a GOAWAY NO_ERROR that keeps the stream
     is fine), then sluice exits 0 and the stream has its record."""

@@ -1,4 +1,4 @@
-"""HTTP/2 floods (SPEC §5.7; docs/wire.md#http2): what one hostile sandbox can make sluice do
+"""HTTP/2 floods (docs/wire.md#http2): what one hostile sandbox can make sluice do
 on one HTTP/2 connection. Each flood is sent raw, frame by frame, after a valid preface and
 without reading: rapid reset (CVE-2023-44487), PING and SETTINGS floods (acknowledgements
 queued for a client that never reads), a CONTINUATION flood (CVE-2024-27316 and kin), empty

@@ -91,6 +91,9 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   // --- the request's bytes, from the codec
   // HoldingBody, and more of the body may be held (the codec reads on).
   bool holdsMore() const;
+  // Request body bytes are taken now (HoldingBody while more may be held, or forwarding), before
+  // the upstream's backpressure, which the codec applies: both codecs ask this.
+  bool takesBody() const;
   // The connector resolves, dials or handshakes: the request waits.
   bool connectorWorking() const { return connector_.working(); }
   void onRequestBody(std::span<const char> data);

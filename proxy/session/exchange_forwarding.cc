@@ -123,6 +123,19 @@ void Exchange::onRequestBody(std::span<const char> data) {
   h1_.sendBody(data);
 }
 
+bool Exchange::takesBody() const {
+  switch (state_) {
+    case ExchangeState::HoldingBody:
+      return holdsMore();
+    case ExchangeState::SendingRequest:
+    case ExchangeState::RespondingWhileSending:
+    case ExchangeState::FinishingRequest:
+      return true;
+    default:
+      return false;  // deciding, or waiting for an upstream: the body waits
+  }
+}
+
 void Exchange::onRequestEnd() {
   switch (state_) {
     case ExchangeState::HoldingBody:

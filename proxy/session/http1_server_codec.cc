@@ -53,14 +53,8 @@ bool Http1ServerCodec::mayParse() const {
     case ExchangeState::Denied:
     case ExchangeState::Failed:
       return true;  // the next head
-    case ExchangeState::HoldingBody:
-      return exchange_.holdsMore();
-    case ExchangeState::SendingRequest:
-    case ExchangeState::RespondingWhileSending:
-    case ExchangeState::FinishingRequest:
-      return true;  // the body
     default:
-      return false;  // deciding, or waiting for an upstream: the rest waits
+      return exchange_.takesBody();  // the body; deciding or waiting for an upstream: it waits
   }
 }
 

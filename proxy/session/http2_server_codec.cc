@@ -74,11 +74,9 @@ struct Http2ServerCodec::Callbacks {
     }
     const std::string_view n(reinterpret_cast<const char*>(name), name_length);
     const std::string_view v(reinterpret_cast<const char*>(value), value_length);
-    if (!stream->request().add(n, v)) {
-      // Malformed: the head is refused when it ends (finish() says Malformed). nghttp2 is not
-      // told to reset here: the stream's record is written first.
-      return 0;
-    }
+    // A malformed field makes add() false and the head Malformed when it ends: nghttp2 is not
+    // told to reset here, so the stream's record is written first.
+    stream->request().add(n, v);
     return 0;
   }
 

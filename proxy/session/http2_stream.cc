@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 #include "proxy/http/head_writer.h"
@@ -156,16 +157,8 @@ void Http2Stream::onHead(bool end_stream) {
 }
 
 bool Http2Stream::takesBody() const {
-  switch (exchange_.state()) {
-    case ExchangeState::HoldingBody:
-      return exchange_.holdsMore();
-    case ExchangeState::SendingRequest:
-    case ExchangeState::RespondingWhileSending:
-    case ExchangeState::FinishingRequest:
-      return !exchange_.upstreamBackedUp();
-    default:
-      return false;  // deciding, or waiting for an upstream: the body waits
-  }
+  return exchange_.takesBody() &&
+         (exchange_.state() == ExchangeState::HoldingBody || !exchange_.upstreamBackedUp());
 }
 
 bool Http2Stream::takesEnd() const {
@@ -307,6 +300,16 @@ void Http2Stream::addField(std::string_view name, std::string_view value) {
   field_bytes_.append(value);
 }
 
+std::string_view Http2Stream::lastName() const {
+  const std::size_t i = field_offsets_.size() - 4;
+  return std::string_view(field_bytes_).substr(field_offsets_[i], field_offsets_[i + 1]);
+}
+
+void Http2Stream::dropLastField() {
+  field_bytes_.resize(field_offsets_[field_offsets_.size() - 4]);
+  field_offsets_.resize(field_offsets_.size() - 4);
+}
+
 void Http2Stream::submitHead(int status, bool with_body) {
   // The views are made once every byte is in place (field_bytes_ no longer moves).
   nva_.clear();
@@ -315,17 +318,16 @@ void Http2Stream::submitHead(int status, bool with_body) {
     nva_.push_back(nghttp2_nv{base + field_offsets_[i], base + field_offsets_[i + 2],
                               field_offsets_[i + 1], field_offsets_[i + 3], NGHTTP2_NV_FLAG_NONE});
   }
-  std::vector<nghttp2_nv>& nva = nva_;
   int rv = 0;
   if (status < 200) {
-    rv = nghttp2_submit_headers(session(), NGHTTP2_FLAG_NONE, id_, nullptr, nva.data(), nva.size(),
-                                nullptr);
+    rv = nghttp2_submit_headers(session(), NGHTTP2_FLAG_NONE, id_, nullptr, nva_.data(),
+                                nva_.size(), nullptr);
   } else {
     nghttp2_data_provider provider{};
     provider.source.ptr = this;
     provider.read_callback = readBody;
     response_side_ = with_body ? ResponseSide::Streaming : ResponseSide::Complete;
-    rv = nghttp2_submit_response(session(), id_, nva.data(), nva.size(),
+    rv = nghttp2_submit_response(session(), id_, nva_.data(), nva_.size(),
                                  with_body ? &provider : nullptr);
   }
   if (rv != 0) {
@@ -349,8 +351,9 @@ void Http2Stream::sendResponseHead(const http::ResponseHead& head, SecretMask& m
   field_bytes_.clear();
   field_offsets_.clear();
   field_bytes_.reserve(256);
-  const std::string status = std::to_string(head.status);
-  addField(":status", status);
+  char status[12];  // any int
+  const std::to_chars_result written = std::to_chars(status, status + sizeof status, head.status);
+  addField(":status", std::string_view(status, static_cast<std::size_t>(written.ptr - status)));
   for (std::size_t i = 0; i < head.headers.size(); ++i) {
     const std::string_view name = head.headers.name(i);
     std::string_view value = head.headers.value(i);
@@ -365,14 +368,10 @@ void Http2Stream::sendResponseHead(const http::ResponseHead& head, SecretMask& m
       mask.finish(masked_);
       value = masked_;
     }
-    std::string lower(name);
-    for (char& c : lower) {
-      c = http::ascii::toLower(c);
-    }
-    if (http::http2FieldProblem(lower, value) != nullptr) {
-      continue;  // an origin's field HTTP/2 cannot carry is not passed on
-    }
     addField(name, value);
+    if (http::http2FieldProblem(lastName(), value) != nullptr) {
+      dropLastField();  // an origin's field HTTP/2 cannot carry is not passed on
+    }
   }
   if (head.status < 200) {
     submitHead(head.status, false);

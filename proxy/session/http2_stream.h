@@ -126,6 +126,9 @@ class Http2Stream final : public Downstream, private ExchangeHost {
   // follow (DATA pulled from body_) or not.
   void submitHead(int status, bool with_body);
   void addField(std::string_view name, std::string_view value);
+  // The last field added (its name lower-cased), and taking it back.
+  std::string_view lastName() const;
+  void dropLastField();
   void resetStream(std::uint32_t error_code);
   nghttp2_session* session() const;
 

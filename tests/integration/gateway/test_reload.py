@@ -482,15 +482,32 @@ def test_listener_on_an_address_in_use_refuses_the_whole_reload(start_sluice, be
     assert is_not_allowed(get_whoami(g, marker()))
 
 
+def udp_squatter_with_tcp_free():
+    """A UDP socket on a port of 127.0.0.1 whose TCP side is free as it is picked (another
+    process, a parallel test run among them, may hold the TCP side of a port the kernel hands
+    out for UDP: the reload would then be refused for TCP, not for the address under test)."""
+    for _ in range(50):
+        squatter = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        squatter.bind(("127.0.0.1", 0))
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            probe.bind(("127.0.0.1", squatter.getsockname()[1]))
+            return squatter
+        except OSError:
+            squatter.close()
+        finally:
+            probe.close()
+    raise AssertionError("no UDP port with its TCP side free")
+
+
 def test_dns_listen_on_an_address_in_use_refuses_the_whole_reload(start_sluice, bed):
     """Edge case: the new config adds a sandbox whose dns_listen UDP address another process
     holds (its TCP side is free) and a listener that is free: the reload is refused whole, the
     address named, the free listener never opened; sluice keeps serving as before."""
     s = start_sluice(edit=with_admin())
     g = Gateway(s, bed)
-    squatter = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    squatter = udp_squatter_with_tcp_free()
     try:
-        squatter.bind(("127.0.0.1", 0))
         port = squatter.getsockname()[1]
         listen_port = free_port((PROXY_ADDRESS,))
 

@@ -297,6 +297,17 @@ std::string renderPrometheus(const GatewayMetrics& gateway,
                  sandbox.metrics->websocket_sessions_active.load(std::memory_order_relaxed));
   }
 
+  appendFamily(out, "sluice_h2_streams_active", "gauge",
+               "HTTP/2 streams open now, by leg (client: the sandbox's; origin: sluice's).");
+  for (const SandboxSample& sandbox : sandboxes) {
+    const Label client[] = {{"sandbox", sandbox.name}, {"leg", "client"}};
+    appendSample(out, "sluice_h2_streams_active", client,
+                 sandbox.metrics->h2_client_streams_active.load(std::memory_order_relaxed));
+    const Label origin[] = {{"sandbox", sandbox.name}, {"leg", "origin"}};
+    appendSample(out, "sluice_h2_streams_active", origin,
+                 sandbox.metrics->h2_origin_streams_active.load(std::memory_order_relaxed));
+  }
+
   appendFamily(out, "sluice_bytes_total", "counter",
                "Body bytes of requests and responses (the audit record's req_bytes, resp_bytes).");
   for (const SandboxSample& sandbox : sandboxes) {

@@ -87,6 +87,10 @@ struct SandboxMetrics {
   std::atomic<std::int64_t> connections_active{0};
   // WebSocket sessions relaying now: +1 on the origin's 101, -1 when the session ends.
   std::atomic<std::int64_t> websocket_sessions_active{0};
+  // HTTP/2 streams open now, on the sandbox's connections and toward origins: +1 when the
+  // stream opens, -1 when it closes (docs/metrics.md).
+  std::atomic<std::int64_t> h2_client_streams_active{0};
+  std::atomic<std::int64_t> h2_origin_streams_active{0};
   // Head received to response complete, in microseconds.
   Histogram request_duration;
 

@@ -78,6 +78,25 @@ bool isHopByHop(std::string_view name) {
   return policy::classifyRequestHeader(name) == policy::RequestHeaderClass::HopByHop;
 }
 
+void visitForwardedFields(const RequestHead& head, std::span<const HeaderField> extra,
+                          ForwardedFieldVisitor& visitor) {
+  const HeaderBlock& headers = head.headers;
+  const detail::NominatedFields nominated(headers);
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    const std::string_view name = headers.name(i);
+    if (!policy::isEndToEndRequestHeader(name) || nominated.contains(i) ||
+        isReplaced(extra, name)) {
+      continue;
+    }
+    visitor.field(name, headers.value(i), false);
+  }
+  for (const HeaderField& field : extra) {
+    if (policy::isEndToEndRequestHeader(field.name)) {  // the loader refuses the others
+      visitor.field(field.name, field.value, true);
+    }
+  }
+}
+
 void writeRequestHead(std::string& out, const RequestHead& head, std::string_view origin_target,
                       std::string_view host_value, std::span<const HeaderField> extra,
                       Upgrade upgrade) {
@@ -89,21 +108,18 @@ void writeRequestHead(std::string& out, const RequestHead& head, std::string_vie
   appendClean(out, host_value);
   out.append("\r\n");
 
-  const HeaderBlock& headers = head.headers;
-  const detail::NominatedFields nominated(headers);
-  for (std::size_t i = 0; i < headers.size(); ++i) {
-    const std::string_view name = headers.name(i);
-    if (!policy::isEndToEndRequestHeader(name) || nominated.contains(i) ||
-        isReplaced(extra, name)) {
-      continue;
+  struct Writer final : ForwardedFieldVisitor {
+    explicit Writer(std::string& o) : out(o) {}
+    void field(std::string_view name, std::string_view value, bool configured) override {
+      if (configured) {
+        appendCleanField(out, name, value);
+      } else {
+        appendField(out, name, value);
+      }
     }
-    appendField(out, name, headers.value(i));
-  }
-  for (const HeaderField& field : extra) {
-    if (policy::isEndToEndRequestHeader(field.name)) {  // the loader refuses the others
-      appendCleanField(out, field.name, field.value);
-    }
-  }
+    std::string& out;
+  } writer(out);
+  visitForwardedFields(head, extra, writer);
   switch (head.framing) {
     case BodyFraming::ContentLength:
       out.append("Content-Length: ");
@@ -185,6 +201,19 @@ void writeErrorResponse(std::string& out, int status, std::string_view reason_ph
     appendClean(out, body_line);
     out.push_back('\n');
   }
+}
+
+void writeLastChunk(std::string& out, const HeaderBlock& trailers) {
+  out.append("0\r\n");
+  for (std::size_t i = 0; i < trailers.size(); ++i) {
+    const std::string_view name = trailers.name(i);
+    if (isHopByHop(name) || ascii::iequals(name, "Content-Length") ||
+        ascii::iequals(name, "Host")) {
+      continue;
+    }
+    appendCleanField(out, name, trailers.value(i));
+  }
+  out.append("\r\n");
 }
 
 void appendChunkHeader(std::string& out, std::size_t size) {

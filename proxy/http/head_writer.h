@@ -22,6 +22,24 @@ namespace sluice::proxy::http {
 // Fields named in a message's Connection field are hop-by-hop too; the writers drop both.
 bool isHopByHop(std::string_view name);
 
+// Told each field a forwarded request carries besides Host, framing and upgrade.
+class ForwardedFieldVisitor {
+ public:
+  // `configured`: one of the rule's injected fields (its value from configuration).
+  virtual void field(std::string_view name, std::string_view value, bool configured) = 0;
+
+ protected:
+  ~ForwardedFieldVisitor() = default;
+};
+
+// The fields a forwarded request carries, in both HTTP versions: the client's fields in order
+// except those policy::isEndToEndRequestHeader refuses (Host, Content-Length, hop-by-hop,
+// Proxy-*, routing and client claims), those its Connection fields name, and any field named in
+// `extra` (those are replaced: credential injection); then `extra`, less any name
+// isEndToEndRequestHeader refuses (the config loader never lets a rule inject one).
+void visitForwardedFields(const RequestHead& head, std::span<const HeaderField> extra,
+                          ForwardedFieldVisitor& visitor);
+
 // "METHOD origin_target HTTP/1.1", then "Host: host_value", then the client's fields in order
 // except those policy::isEndToEndRequestHeader refuses (Host, Content-Length, hop-by-hop,
 // Proxy-*, routing and client claims), those its Connection fields name, and any field named in
@@ -61,6 +79,9 @@ void writeErrorResponse(std::string& out, int status, std::string_view reason_ph
 void appendChunkHeader(std::string& out, std::size_t size);
 inline constexpr std::string_view kChunkEnd = "\r\n";
 inline constexpr std::string_view kLastChunk = "0\r\n\r\n";
+// The last chunk with a trailer section: `trailers` less the fields no trailer may carry
+// (hop-by-hop and framing fields, names that are not tokens; bytes a value cannot hold left out).
+void writeLastChunk(std::string& out, const HeaderBlock& trailers);
 // Header, data and CRLF in one go; nothing for empty data.
 void writeChunk(std::string& out, std::span<const char> data);
 

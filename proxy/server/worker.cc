@@ -11,6 +11,7 @@
 #include "proxy/dns/resolver.h"
 #include "proxy/dns/sandbox_resolver.h"
 #include "proxy/session/client_connection.h"
+#include "proxy/session/http2_upstream_session.h"
 #include "proxy/session/upstream_pool.h"
 #include "proxy/session/worker_context.h"
 
@@ -130,6 +131,8 @@ Result<Ok, std::string> Worker::start(std::shared_ptr<const Generation> generati
   context_->state = &state_;
   context_->resolver = resolver_.get();
   context_->pool = pool_.get();
+  h2_upstreams_ = std::make_unique<session::Http2UpstreamSessions>(&loop_, *pool_);
+  context_->h2_upstreams = h2_upstreams_.get();
   context_->finished = [this](session::ClientConnection* s) { sessionFinished(s); };
 
   auto applied = apply(std::move(generation), std::move(sockets));
@@ -284,9 +287,12 @@ void Worker::syncPool() {
     runtimes.insert(view.runtime->id);
   }
   const std::uint64_t trust = generation_->upstream_trust_id;
-  pool_->closeWhere([&](const session::UpstreamKey& key) {
+  const auto unusable = [&](const session::UpstreamKey& key) {
     return key.trust != trust || runtimes.count(key.sandbox) == 0;
-  });
+  };
+  pool_->closeWhere(unusable);
+  h2_upstreams_->setIdle(poolLimits(config, 1, 0).idle);
+  h2_upstreams_->endWhere(unusable);
 }
 
 // New DNS settings: new lookups go to a new resolver; the old one finishes what it was asked
@@ -538,6 +544,7 @@ void Worker::closeAll() {
   context_->draining = true;
   closeListeners();
   forEachSession([](session::ClientConnection& s) { s.abort(); });
+  h2_upstreams_->close(nullptr);  // (their connections close in the pool)
   pool_->close(nullptr);
   resolver_->close(nullptr);
   for (auto& [key, resolver] : sandbox_resolvers_) {

@@ -48,6 +48,7 @@ class SandboxResolver;
 namespace session {
 class ClientConnection;
 class UpstreamPool;
+class Http2UpstreamSessions;
 struct WorkerContext;
 }  // namespace session
 
@@ -136,6 +137,7 @@ class Worker {
   // Keyed by sandbox name and endpoint.
   std::map<std::string, std::unique_ptr<dns::SandboxResolver>> sandbox_resolvers_;
   std::unique_ptr<session::UpstreamPool> pool_;
+  std::unique_ptr<session::Http2UpstreamSessions> h2_upstreams_;
   std::size_t logged_idle_bound_ = 0;  // the last bound held below upstream.max_idle, logged
   std::unique_ptr<session::WorkerContext> context_;
   std::unordered_map<session::ClientConnection*, std::unique_ptr<session::ClientConnection>> sessions_;

@@ -7,6 +7,7 @@
 
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
+#include "proxy/session/http2_upstream_session.h"
 #include "proxy/session/state_change.h"
 
 namespace sluice::proxy::session {
@@ -123,6 +124,9 @@ bool Connector::takeReused() {
     return false;
   }
   const UpstreamKey k = key();
+  if (target_.h2 && takeSession(k)) {
+    return true;
+  }
   std::unique_ptr<UpstreamConnection> reused = host_.takeParked(k);
   if (!reused) {
     reused = host_.context().pool->take(k, this);
@@ -139,6 +143,26 @@ bool Connector::takeReused() {
   rule_ = d.rule;
   client_.onConnectedTo(reused->address);
   ready(std::move(reused), UpstreamOrigin::Reused);
+  return true;
+}
+
+// A shared h2 session for the key, if its address passes this request's own checks (as a pooled
+// connection's must).
+bool Connector::takeSession(const UpstreamKey& key) {
+  Http2UpstreamSessions* sessions = host_.context().h2_upstreams;
+  Http2UpstreamSession* session = sessions != nullptr ? sessions->find(key) : nullptr;
+  if (session == nullptr) {
+    return false;
+  }
+  policy::IpAddress address = session->address().ip;
+  policy::Decision d = client_.decideWith(std::span<const policy::IpAddress>(&address, 1));
+  if (!d.forwards() || (d.usable_addresses & 1u) == 0) {
+    return false;
+  }
+  rule_ = d.rule;
+  client_.onConnectedTo(session->address());
+  transition(ConnectorState::Ready);
+  client_.onSessionReady(*session, rule_);
   return true;
 }
 
@@ -296,8 +320,10 @@ void Connector::onConnected(io::TcpStream& stream, int status) {
     return;
   }
   // Upstream TLS: SNI H, the chain and the name H verified against upstream.ca_file.
+  const bool h2 = target_.h2 && host_.context().h2_upstreams != nullptr;
   auto session = tls::TlsSession::client(host_.generation().upstream_tls.get(), name_,
-                                         host_.context().pool->resumption(dialled_->key));
+                                         host_.context().pool->resumption(dialled_->key),
+                                         h2 ? tls::OfferAlpn::H2AndHttp11 : tls::OfferAlpn::Http11);
   if (!session) {
     fail(policy::Reason::UpstreamConnect, session.error());
     return;

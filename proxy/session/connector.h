@@ -27,6 +27,8 @@
 
 namespace sluice::proxy::session {
 
+class Http2UpstreamSession;
+
 // Where an exchange's upstream connection came from.
 enum class UpstreamOrigin : std::uint8_t {
   Dialled,    // connected for this request
@@ -46,6 +48,9 @@ class ConnectorClient {
   // A connection for this request, checked under `rule` (the one whose `inject` applies).
   virtual void onUpstreamReady(std::unique_ptr<UpstreamConnection> connection,
                                UpstreamOrigin origin, std::optional<const policy::Rule*> rule) = 0;
+  // A shared HTTP/2 session to the origin (always Reused), checked under `rule` as above.
+  virtual void onSessionReady(Http2UpstreamSession& session,
+                              std::optional<const policy::Rule*> rule) = 0;
   // Refused before any dial: no answer (dns_failed), the addresses (decide()'s `decision`),
   // or an address the sandbox did not dial (dns_mismatch).
   virtual void onUpstreamRefused(const policy::Decision& decision) = 0;
@@ -72,6 +77,9 @@ class Connector : private io::TcpStream::Handler {
     std::uint16_t port = 0;
     bool tls = false;
     bool fresh = false;
+    // HTTP/2 may carry it: the origin is offered h2 and a shared session may be taken
+    // (docs/wire.md#http2-toward-origins). Not for a WebSocket upgrade.
+    bool h2 = false;
   };
   void start(const Target& target);
   // Stops: no callback follows. A socket being dialled or handshaken is closed.
@@ -101,8 +109,10 @@ class Connector : private io::TcpStream::Handler {
 
   bool transition(ConnectorState next);
   UpstreamKey key() const;
-  // The parked or a pooled connection, if it passes this request's checks.
+  // The parked or a pooled connection (or a shared h2 session), if it passes this request's
+  // checks.
   bool takeReused();
+  bool takeSession(const UpstreamKey& key);
   // The sandbox dialled (transparent) one of sluice's own answers for H, or the address
   // sluice's resolver gave it for every name.
   bool originalDestinationMatches() const;

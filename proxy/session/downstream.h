@@ -27,10 +27,14 @@ class Downstream {
   virtual void sendResponseHead(const http::ResponseHead& head, SecretMask& mask) = 0;
   // A piece of the body; `completes`: these bytes complete the response.
   virtual void sendResponseBody(std::span<const char> data, bool completes) = 0;
-  // The response is over (the last chunk, when the codec re-chunked it).
-  virtual void endResponse() = 0;
-  // sluice's own answer for `reason` (status, Sluice-Reason, Proxy-Status, a line of text).
-  virtual void sendDenial(policy::Reason reason, std::string_view detail) = 0;
+  // The response is over (the last chunk, when the codec re-chunked it), with the origin's
+  // trailer fields when it sent any (null: none): HTTP/2 sends them as trailers, a re-chunked
+  // HTTP/1.1 body in its last chunk, a body with a Content-Length has no place for them.
+  virtual void endResponse(const http::HeaderBlock* trailers) = 0;
+  // sluice's own answer for `reason` (status, Sluice-Reason, Proxy-Status, a line of text); the
+  // HTTP status it sent (the record's: a gRPC client's refusal is a 200 that carries its
+  // grpc-status).
+  virtual int sendDenial(policy::Reason reason, std::string_view detail) = 0;
   // The response ended before the request's body did: the client's connection is in no known
   // state (HTTP/1.1 closes it after this exchange; a stream would just end).
   virtual void requestCutShort() = 0;

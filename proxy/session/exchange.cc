@@ -27,7 +27,8 @@ Exchange::Exchange(ExchangeHost& host, Downstream& downstream, std::size_t max_h
       downstream_(downstream),
       relay_(downstream),
       connector_(host, *this),
-      h1_(host, *this, max_header_bytes) {}
+      h1_(host, *this, max_header_bytes),
+      h2_(host, *this, max_header_bytes) {}
 
 bool Exchange::transition(ExchangeState next) {
   const int reading = readingClass(state_);
@@ -256,20 +257,21 @@ void Exchange::deny(policy::Reason reason, std::string_view detail) {
   const policy::ReasonInfo& info = policy::reasonInfo(reason);
   SPDLOG_DEBUG("[C{}] deny {}: {}", host_.facts().id, info.token, detail);
   const bool head_sent = responseBegun();
+  int status = head_sent ? record_.status : info.http_status;
   if (!head_sent) {
     // Writing the answer may fail and close the connection, whose close records the exchange
     // cut short: as the refusal it was.
     record_.verdict = policy::Verdict::Deny;
     record_.refusal = reason;
-    downstream_.sendDenial(reason, detail);
+    status = downstream_.sendDenial(reason, detail);
   }
   if (host_.closing()) {
     return;
   }
-  writeRecord(policy::Verdict::Deny, reason, head_sent ? record_.status : info.http_status);
+  writeRecord(policy::Verdict::Deny, reason, status);
   transition(ExchangeState::Denied);
   connector_.cancel();
-  h1_.release(false, after_ == UpstreamAfter::Keep);
+  channel_->release(false, after_ == UpstreamAfter::Keep);
   host_.onExchangeOver(ExchangeState::Denied);
 }
 
@@ -278,7 +280,7 @@ void Exchange::onClientClosed() {
     // The client ended its side of the WebSocket: so does sluice toward the origin, after what
     // it still had for it, and what the origin sends until it closes still reaches the client
     // (docs/wire.md#websocket). idle_timeout bounds an origin that never closes.
-    h1_.endWriting();
+    channel_->endWriting();
     return;
   }
   if (state_ == ExchangeState::HoldingBody && request_end_ == RequestEnd::Pending) {
@@ -321,20 +323,23 @@ bool Exchange::onTimeout(bool connector_deadline_over) {
 
 void Exchange::releaseUpstream() {
   connector_.cancel();
-  h1_.release(false, after_ == UpstreamAfter::Keep);
+  channel_->release(false, after_ == UpstreamAfter::Keep);
 }
 
 void Exchange::dropUpstream() {
   connector_.cancel();
-  h1_.drop();
+  channel_->drop();
 }
 
 void Exchange::updateUpstreamReading(bool client_backed_up) {
   connector_.updateReading();
-  h1_.setReading(forwarding(state_) && !client_backed_up);
+  channel_->setReading(forwarding(state_) && !client_backed_up);
 }
 
-void Exchange::releaseBuffers() { h1_.releaseBuffers(); }
+void Exchange::releaseBuffers() {
+  h1_.releaseBuffers();
+  h2_.releaseBuffers();
+}
 
 void Exchange::writeRecord(policy::Verdict verdict, policy::Reason reason, int status) {
   if (host_.sandboxView().audit == nullptr) {

@@ -32,6 +32,7 @@
 #include "proxy/session/exchange_host.h"
 #include "proxy/session/exchange_state.h"
 #include "proxy/session/http1_upstream.h"
+#include "proxy/session/http2_upstream_stream.h"
 #include "proxy/session/request_record.h"
 #include "proxy/session/response_relay.h"
 
@@ -120,10 +121,10 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   void dropUpstream();
 
   // --- the connection's reading and writing
-  bool upstreamBackedUp() const { return h1_.backedUp(); }
+  bool upstreamBackedUp() const { return channel_->backedUp(); }
   void updateUpstreamReading(bool client_backed_up);
-  void flushCorkedUpstream() { h1_.flushCorked(); }
-  void discardCorkedUpstream() { h1_.discardCorked(); }
+  void flushCorkedUpstream() { channel_->flushCorked(); }
+  void discardCorkedUpstream() { channel_->discardCorked(); }
   // The earliest deadline of the exchange (its connector's; 0: none).
   std::uint64_t deadline() const { return connector_.deadline(); }
   void releaseBuffers();
@@ -139,6 +140,8 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   void onConnectedTo(const policy::Endpoint& address) override;
   void onUpstreamReady(std::unique_ptr<UpstreamConnection> connection, UpstreamOrigin origin,
                        std::optional<const policy::Rule*> rule) override;
+  void onSessionReady(Http2UpstreamSession& session,
+                      std::optional<const policy::Rule*> rule) override;
   void onUpstreamRefused(const policy::Decision& decision) override;
   void onUpstreamRefused(policy::Reason reason, std::string_view detail) override;
   // --- UpstreamEvents (and ConnectorClient::onUpstreamFailed)
@@ -161,6 +164,8 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   // inject: secret_misuse (true).
   bool refuseSecretMisuse();
   void acquireUpstream(const policy::Decision& decision);
+  // The upstream is ready: the channel is attached (`rule`: the one whose `inject` applies).
+  void upstreamAttached(std::optional<const policy::Rule*> rule);
   // The head sluice writes, what HoldingBody read, and then the rest of the request.
   void startForwarding();
   // "host[:port]" as sluice writes it upstream: canonical H, the port only when not the default.
@@ -198,7 +203,11 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   std::vector<http::HeaderField> inject_fields_;  // the rule's injected headers; reused
   ResponseRelay relay_;
   Connector connector_;
+  // The request's upstream: h1_ on an HTTP/1.1 connection, h2_ a stream of a shared HTTP/2
+  // session (docs/wire.md#http2-toward-origins); channel_ is the one in use (h1_ when none).
   Http1Upstream h1_;
+  Http2UpstreamStream h2_;
+  UpstreamChannel* channel_ = &h1_;
 };
 
 }  // namespace sluice::proxy::session

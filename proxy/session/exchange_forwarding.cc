@@ -8,6 +8,8 @@
 #include "proxy/session/credential_brokering.h"
 #include "proxy/session/denial.h"
 #include "proxy/session/exchange.h"
+#include "proxy/session/http2_upstream_session.h"
+#include "proxy/tls/tls_context.h"
 
 namespace sluice::proxy::session {
 
@@ -35,6 +37,7 @@ void Exchange::acquireUpstream(const policy::Decision& decision) {
   target.port = record_.port;
   target.tls = record_.scheme == policy::Scheme::Https;
   target.fresh = origin_ == UpstreamOrigin::Redialled;
+  target.h2 = target.tls && upgrade_ == http::Upgrade::None;
   connector_.start(target);
 }
 
@@ -53,11 +56,38 @@ void Exchange::onConnectedTo(const policy::Endpoint& address) { record_.upstream
 void Exchange::onUpstreamReady(std::unique_ptr<UpstreamConnection> connection,
                                UpstreamOrigin origin, std::optional<const policy::Rule*> rule) {
   origin_ = origin;
+  Http2UpstreamSessions* sessions = host_.context().h2_upstreams;
+  if (connection->tls && connection->tls->alpn() == tls::kAlpnH2 && sessions != nullptr) {
+    // The origin chose HTTP/2: the connection becomes a session the sandbox's later requests
+    // to the same key share.
+    Http2UpstreamSession* session =
+        sessions->adopt(std::move(connection), host_.generation().config->limits.max_header_bytes);
+    if (session == nullptr) {
+      upstreamFailed(policy::Reason::UpstreamConnect, "cannot start HTTP/2 with the origin");
+      return;
+    }
+    channel_ = &h2_;
+    h2_.attachTo(*session, record_.method);
+  } else {
+    channel_ = &h1_;
+    h1_.attach(std::move(connection), record_.method, upgrade_);
+  }
+  upstreamAttached(rule);
+}
+
+void Exchange::onSessionReady(Http2UpstreamSession& session,
+                              std::optional<const policy::Rule*> rule) {
+  origin_ = UpstreamOrigin::Reused;
+  channel_ = &h2_;
+  h2_.attachTo(session, record_.method);
+  upstreamAttached(rule);
+}
+
+void Exchange::upstreamAttached(std::optional<const policy::Rule*> rule) {
   if (rule) {
     matched_rule_ = *rule;
   }
-  h1_.attach(std::move(connection), record_.method, upgrade_);
-  record_.upstream_proto = h1_.protocol();
+  record_.upstream_proto = channel_->protocol();
   startForwarding();
 }
 
@@ -82,15 +112,15 @@ void Exchange::startForwarding() {
   std::string host_value = canonicalAuthority();
   // Credential brokering: the rule's headers replace the sandbox's.
   injectedFields(matched_rule_, *host_.generation().secrets, inject_fields_);
-  h1_.sendHead(*head_, record_.origin_target, host_value, inject_fields_);
+  channel_->sendHead(*head_, record_.origin_target, host_value, inject_fields_);
   if (!held_body_.empty()) {
     // What HoldingBody read, in the framing sluice forwards with, ahead of the rest.
-    h1_.sendBody(held_body_);
+    channel_->sendBody(held_body_);
     std::string().swap(held_body_);
   }
   if (request_end_ == RequestEnd::Read) {
     // The whole body was held, or a bodiless request is sent again: its end is here already.
-    h1_.sendEnd();
+    channel_->sendEnd();
     transition(ExchangeState::AwaitingResponse);
   }
   host_.noteProgress();
@@ -120,7 +150,7 @@ void Exchange::onRequestBody(std::span<const char> data) {
   if (state_ == ExchangeState::FinishingRequest) {
     return;  // the upstream already answered: the rest of the body goes nowhere
   }
-  h1_.sendBody(data);
+  channel_->sendBody(data);
 }
 
 bool Exchange::takesBody() const {
@@ -143,7 +173,7 @@ void Exchange::onRequestEnd() {
       return;
     case ExchangeState::SendingRequest:
     case ExchangeState::RespondingWhileSending:
-      h1_.sendEnd();
+      channel_->sendEnd();
       transition(state_ == ExchangeState::SendingRequest ? ExchangeState::AwaitingResponse
                                                          : ExchangeState::Responding);
       return;
@@ -228,7 +258,7 @@ void Exchange::onResponseBody(std::span<const char> data) {
 void Exchange::onResponseComplete(bool more) {
   // Bytes after the response: the upstream is in no known state, never reuse it.
   after_ = more ? UpstreamAfter::Close : UpstreamAfter::Keep;
-  relay_.end();
+  relay_.end(channel_->trailers());
   if (state_ == ExchangeState::RespondingWhileSending) {
     // The upstream answered before the request body ended (a 413, a redirect). Neither
     // connection is in a known state any more: finish this exchange and close both.
@@ -243,10 +273,10 @@ void Exchange::onResponseEndedByClose() {
   if (state_ == ExchangeState::RespondingWhileSending) {
     // The rest of the request body is read and dropped; the exchange completes at its end.
     transition(ExchangeState::FinishingRequest);
-    h1_.release(false, after_ == UpstreamAfter::Keep);
+    channel_->release(false, after_ == UpstreamAfter::Keep);
     return;
   }
-  h1_.release(false, after_ == UpstreamAfter::Keep);
+  channel_->release(false, after_ == UpstreamAfter::Keep);
   finish();
 }
 
@@ -255,8 +285,9 @@ void Exchange::finish() {
     return;
   }
   writeRecord(record_.verdict, record_.outcomeReason(), record_.status);
-  const bool reusable = h1_.attached() && h1_.responseKeepsAlive() && after_ == UpstreamAfter::Keep;
-  h1_.release(reusable, after_ == UpstreamAfter::Keep);
+  const bool reusable =
+      channel_->attached() && channel_->responseKeepsAlive() && after_ == UpstreamAfter::Keep;
+  channel_->release(reusable, after_ == UpstreamAfter::Keep);
   if (host_.closing()) {
     return;  // (writing what was corked for the upstream failed)
   }
@@ -293,7 +324,7 @@ void Exchange::upstreamFailed(policy::Reason reason, std::string_view detail) {
   if (stale && safeToRepeat(record_.method)) {
     origin_ = UpstreamOrigin::Redialled;
     request_end_ = RequestEnd::Read;
-    h1_.drop();
+    channel_->drop();
     acquireUpstream(decideRequest({}, false));
     return;
   }

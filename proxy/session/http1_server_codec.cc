@@ -242,18 +242,26 @@ void Http1ServerCodec::sendResponseBody(std::span<const char> data, bool complet
   }
 }
 
-void Http1ServerCodec::endResponse() {
-  if (to_client_ == http::ResponseFraming::Chunked) {
-    host_.sendClientFinal(http::kLastChunk);
+void Http1ServerCodec::endResponse(const http::HeaderBlock* trailers) {
+  if (to_client_ != http::ResponseFraming::Chunked) {
+    return;
   }
+  if (trailers == nullptr || trailers->empty()) {
+    host_.sendClientFinal(http::kLastChunk);
+    return;
+  }
+  scratch_.clear();
+  http::writeLastChunk(scratch_, *trailers);
+  host_.sendClientFinal(scratch_);
 }
 
-void Http1ServerCodec::sendDenial(policy::Reason reason, std::string_view detail) {
+int Http1ServerCodec::sendDenial(policy::Reason reason, std::string_view detail) {
   // (Connection: close: a denied connection is not kept, and nothing pipelined after it is
   // read: docs/wire.md#denials.)
   scratch_.clear();
   appendDenial(scratch_, reason, detail);
   host_.sendClient(scratch_);
+  return policy::reasonInfo(reason).http_status;
 }
 
 void Http1ServerCodec::requestCutShort() { host_.closeAfterExchange(); }

@@ -82,8 +82,8 @@ class Http1ServerCodec final : public Downstream, private http::RequestBodySink 
   void sendInterimHead(const http::ResponseHead& head, SecretMask& mask) override;
   void sendResponseHead(const http::ResponseHead& head, SecretMask& mask) override;
   void sendResponseBody(std::span<const char> data, bool completes) override;
-  void endResponse() override;
-  void sendDenial(policy::Reason reason, std::string_view detail) override;
+  void endResponse(const http::HeaderBlock* trailers) override;
+  int sendDenial(policy::Reason reason, std::string_view detail) override;
   void requestCutShort() override;
   void switchedProtocols() override;
   void resumeRequest() override { process(); }

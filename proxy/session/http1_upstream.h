@@ -33,9 +33,14 @@ class Http1Upstream final : public UpstreamChannel,
   Http1Upstream(const Http1Upstream&) = delete;
   Http1Upstream& operator=(const Http1Upstream&) = delete;
 
-  // --- UpstreamChannel
+  // The connection this exchange's request goes on, from the connector; the response to
+  // `method` is expected on it. `upgrade` WebSocket: a rule allowed the upgrade the request
+  // asked for; the head asks the origin for it, and a 101 to it turns the channel into a
+  // relay (the response's "body" is then the origin's WebSocket bytes, ended by its close).
   void attach(std::unique_ptr<UpstreamConnection> connection, std::string_view method,
-              http::Upgrade upgrade) override;
+              http::Upgrade upgrade);
+
+  // --- UpstreamChannel
   bool attached() const override { return connection_ != nullptr; }
   audit::Proto protocol() const override { return audit::Proto::Http1; }
   void sendHead(const http::RequestHead& head, std::string_view target, std::string_view host,
@@ -48,13 +53,11 @@ class Http1Upstream final : public UpstreamChannel,
   void setReading(bool reading) override;
   void release(bool reusable, bool clean) override;
   void drop() override;
-
-  // The upstream may carry another request after this response (its head said so).
-  bool responseKeepsAlive() const { return parser_.head().keep_alive; }
-  // Drops what corked sends gathered (the connection is closing).
-  void discardCorked() { out_.clear(); }
-  // Gives back the memory of idle buffers.
-  void releaseBuffers();
+  bool responseKeepsAlive() const override { return parser_.head().keep_alive; }
+  // (Trailers of a chunked response are read and dropped by the parser.)
+  const http::HeaderBlock* trailers() const override { return nullptr; }
+  void discardCorked() override { out_.clear(); }
+  void releaseBuffers() override;
 
  private:
   void onRead(io::TcpStream& stream, std::span<const char> data) override;

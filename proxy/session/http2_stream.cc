@@ -24,6 +24,9 @@ ssize_t readBody(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t 
   const long n = static_cast<Http2Stream*>(source->ptr)->readResponse(buf, length, eof);
   if (eof) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (static_cast<Http2Stream*>(source->ptr)->submitTrailers()) {
+      *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;  // the trailers' HEADERS ends the stream
+    }
   }
   return n;
 }
@@ -74,6 +77,17 @@ Http2Stream::Http2Stream(Http2ServerCodec& codec, ExchangeHost& connection,
   request_.setMaxListBytes(max_header_bytes);
 }
 
+// (The connection's binding, and so its runtime, outlives its codec and the codec's streams.)
+Http2Stream::~Http2Stream() { countActive(false); }
+
+void Http2Stream::countActive(bool active) {
+  if (counted_ != active) {
+    counted_ = active;
+    runtime().metrics.h2_client_streams_active.fetch_add(active ? 1 : -1,
+                                                         std::memory_order_relaxed);
+  }
+}
+
 nghttp2_session* Http2Stream::session() const { return codec_.session(); }
 
 void Http2Stream::open(std::int32_t id) {
@@ -84,18 +98,19 @@ void Http2Stream::open(std::int32_t id) {
   request_side_ = RequestSide::HeadPending;
   response_side_ = ResponseSide::NotBegun;
   life_ = Life::Open;
+  countActive(true);
   body_.clear();
   body_offset_ = 0;
+  trailers_.clear();
 }
 
 void Http2Stream::releaseBuffers() {
   std::string().swap(held_);
   std::string().swap(body_);
   body_offset_ = 0;
-  std::string().swap(field_bytes_);
   std::string().swap(masked_);
-  std::vector<std::size_t>().swap(field_offsets_);
-  std::vector<nghttp2_nv>().swap(nva_);
+  fields_.release();
+  trailers_.release();
   exchange_.releaseBuffers();
 }
 
@@ -243,6 +258,7 @@ void Http2Stream::onClosed(std::uint32_t error_code) {
   }
   const bool before_head = request_side_ == RequestSide::HeadPending;
   life_ = Life::Closed;
+  countActive(false);
   if (exchange_.inFlight()) {
     // The client reset the stream (or the connection went): the request is cut short, on record
     // with what was sent so far; its upstream cannot be reused.
@@ -289,45 +305,18 @@ void Http2Stream::updateUpstreamReading(bool client_backed_up) {
   exchange_.updateUpstreamReading(client_backed_up || body_.size() - body_offset_ > kHighWater);
 }
 
-void Http2Stream::addField(std::string_view name, std::string_view value) {
-  field_offsets_.push_back(field_bytes_.size());
-  field_offsets_.push_back(name.size());
-  for (char c : name) {
-    field_bytes_ += http::ascii::toLower(c);
-  }
-  field_offsets_.push_back(field_bytes_.size());
-  field_offsets_.push_back(value.size());
-  field_bytes_.append(value);
-}
-
-std::string_view Http2Stream::lastName() const {
-  const std::size_t i = field_offsets_.size() - 4;
-  return std::string_view(field_bytes_).substr(field_offsets_[i], field_offsets_[i + 1]);
-}
-
-void Http2Stream::dropLastField() {
-  field_bytes_.resize(field_offsets_[field_offsets_.size() - 4]);
-  field_offsets_.resize(field_offsets_.size() - 4);
-}
-
 void Http2Stream::submitHead(int status, bool with_body) {
-  // The views are made once every byte is in place (field_bytes_ no longer moves).
-  nva_.clear();
-  auto* base = reinterpret_cast<std::uint8_t*>(field_bytes_.data());
-  for (std::size_t i = 0; i + 3 < field_offsets_.size(); i += 4) {
-    nva_.push_back(nghttp2_nv{base + field_offsets_[i], base + field_offsets_[i + 2],
-                              field_offsets_[i + 1], field_offsets_[i + 3], NGHTTP2_NV_FLAG_NONE});
-  }
+  const std::span<const nghttp2_nv> nva = fields_.nva();
   int rv = 0;
   if (status < 200) {
-    rv = nghttp2_submit_headers(session(), NGHTTP2_FLAG_NONE, id_, nullptr, nva_.data(),
-                                nva_.size(), nullptr);
+    rv = nghttp2_submit_headers(session(), NGHTTP2_FLAG_NONE, id_, nullptr, nva.data(), nva.size(),
+                                nullptr);
   } else {
     nghttp2_data_provider provider{};
     provider.source.ptr = this;
     provider.read_callback = readBody;
     response_side_ = with_body ? ResponseSide::Streaming : ResponseSide::Complete;
-    rv = nghttp2_submit_response(session(), id_, nva_.data(), nva_.size(),
+    rv = nghttp2_submit_response(session(), id_, nva.data(), nva.size(),
                                  with_body ? &provider : nullptr);
   }
   if (rv != 0) {
@@ -337,9 +326,8 @@ void Http2Stream::submitHead(int status, bool with_body) {
 }
 
 void Http2Stream::sendContinue() {
-  field_bytes_.clear();
-  field_offsets_.clear();
-  addField(":status", "100");
+  fields_.clear();
+  fields_.add(":status", "100");
   submitHead(100, false);
 }
 
@@ -348,12 +336,11 @@ void Http2Stream::sendInterimHead(const http::ResponseHead& head, SecretMask& ma
 }
 
 void Http2Stream::sendResponseHead(const http::ResponseHead& head, SecretMask& mask) {
-  field_bytes_.clear();
-  field_offsets_.clear();
-  field_bytes_.reserve(256);
+  fields_.clear();
+  fields_.reserve(256);
   char status[12];  // any int
   const std::to_chars_result written = std::to_chars(status, status + sizeof status, head.status);
-  addField(":status", std::string_view(status, static_cast<std::size_t>(written.ptr - status)));
+  fields_.add(":status", std::string_view(status, static_cast<std::size_t>(written.ptr - status)));
   for (std::size_t i = 0; i < head.headers.size(); ++i) {
     const std::string_view name = head.headers.name(i);
     std::string_view value = head.headers.value(i);
@@ -368,10 +355,7 @@ void Http2Stream::sendResponseHead(const http::ResponseHead& head, SecretMask& m
       mask.finish(masked_);
       value = masked_;
     }
-    addField(name, value);
-    if (http::http2FieldProblem(lastName(), value) != nullptr) {
-      dropLastField();  // an origin's field HTTP/2 cannot carry is not passed on
-    }
+    fields_.addChecked(name, value);  // an origin's field HTTP/2 cannot carry is not passed on
   }
   if (head.status < 200) {
     submitHead(head.status, false);
@@ -383,21 +367,34 @@ void Http2Stream::sendResponseHead(const http::ResponseHead& head, SecretMask& m
   submitHead(head.status, !bodiless);
 }
 
-void Http2Stream::sendResponseBody(std::span<const char> data, bool completes) {
+void Http2Stream::sendResponseBody(std::span<const char> data, bool /*completes*/) {
+  // The stream ends with endResponse(), never with the body's last bytes: an HTTP/2 origin's
+  // trailers may still follow them, and they end the stream.
   if (body_offset_ == body_.size()) {
     body_.clear();
     body_offset_ = 0;
   }
   body_.append(data.data(), data.size());
-  if (completes) {
-    response_side_ = ResponseSide::Complete;
-  }
   nghttp2_session_resume_data(session(), id_);
 }
 
-void Http2Stream::endResponse() {
+void Http2Stream::endResponse(const http::HeaderBlock* trailers) {
+  trailers_.clear();
+  if (trailers != nullptr) {
+    for (std::size_t i = 0; i < trailers->size(); ++i) {
+      trailers_.addChecked(trailers->name(i), trailers->value(i));
+    }
+  }
   response_side_ = ResponseSide::Complete;
   nghttp2_session_resume_data(session(), id_);
+}
+
+bool Http2Stream::submitTrailers() {
+  if (trailers_.empty()) {
+    return false;
+  }
+  const std::span<const nghttp2_nv> nva = trailers_.nva();
+  return nghttp2_submit_trailer(session(), id_, nva.data(), nva.size()) == 0;
 }
 
 long Http2Stream::readResponse(std::uint8_t* buf, std::size_t length, bool& eof) {
@@ -422,39 +419,39 @@ long Http2Stream::readResponse(std::uint8_t* buf, std::size_t length, bool& eof)
   return static_cast<long>(n);
 }
 
-void Http2Stream::sendDenial(policy::Reason reason, std::string_view detail) {
+int Http2Stream::sendDenial(policy::Reason reason, std::string_view detail) {
   const policy::ReasonInfo& info = policy::reasonInfo(reason);
   const int status = info.http_status != 0 ? info.http_status : 400;
   const std::string body = denialBody(reason, detail);
-  field_bytes_.clear();
-  field_offsets_.clear();
+  fields_.clear();
   const std::string proxy_status = proxyStatusValue(reason);
   if (request_.grpc()) {
     // A gRPC client reads the status from the trailers-only answer, never the HTTP status
     // (docs/wire.md#grpc): 200, grpc-status, and the reason in grpc-message.
     std::string message;
     appendPercentEncoded(message, std::string_view(body).substr(0, body.size() - 1));
-    addField(":status", "200");
-    addField("content-type", "application/grpc");
-    addField("grpc-status", grpcStatusOf(reason));
-    addField("grpc-message", message);
-    addField("sluice-reason", info.token);
-    addField("proxy-status", proxy_status);
+    fields_.add(":status", "200");
+    fields_.add("content-type", "application/grpc");
+    fields_.add("grpc-status", grpcStatusOf(reason));
+    fields_.add("grpc-message", message);
+    fields_.add("sluice-reason", info.token);
+    fields_.add("proxy-status", proxy_status);
     submitHead(200, false);
-    return;
+    return 200;
   }
   const std::string status_text = std::to_string(status);
   const std::string length = std::to_string(body.size());
-  addField(":status", status_text);
-  addField("sluice-reason", info.token);
-  addField("proxy-status", proxy_status);
-  addField("content-type", "text/plain; charset=utf-8");
-  addField("content-length", length);
-  addField("cache-control", "no-store");
+  fields_.add(":status", status_text);
+  fields_.add("sluice-reason", info.token);
+  fields_.add("proxy-status", proxy_status);
+  fields_.add("content-type", "text/plain; charset=utf-8");
+  fields_.add("content-length", length);
+  fields_.add("cache-control", "no-store");
   body_.assign(body);
   body_offset_ = 0;
   submitHead(status, true);
   response_side_ = ResponseSide::Complete;
+  return info.http_status;
 }
 
 void Http2Stream::switchedProtocols() {

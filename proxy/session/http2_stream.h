@@ -28,6 +28,7 @@
 #include "proxy/session/downstream.h"
 #include "proxy/session/exchange.h"
 #include "proxy/session/exchange_host.h"
+#include "proxy/session/http2_fields.h"
 #include "proxy/session/secret_mask.h"
 
 namespace sluice::proxy::session {
@@ -40,6 +41,7 @@ class Http2Stream final : public Downstream, private ExchangeHost {
   static constexpr std::size_t kHighWater = 64 * 1024;
 
   Http2Stream(Http2ServerCodec& codec, ExchangeHost& connection, std::size_t max_header_bytes);
+  ~Http2Stream();
   Http2Stream(const Http2Stream&) = delete;
   Http2Stream& operator=(const Http2Stream&) = delete;
 
@@ -70,6 +72,8 @@ class Http2Stream final : public Downstream, private ExchangeHost {
   // nghttp2 pulls response DATA: copies up to `length` bytes into `buf`, sets `eof` when the
   // response is over; NGHTTP2_ERR_DEFERRED (via a negative value) when nothing is ready.
   long readResponse(std::uint8_t* buf, std::size_t length, bool& eof);
+  // At the body's end: the origin's trailers, if it sent any, are submitted (true).
+  bool submitTrailers();
   // The stream's upstream is read only while neither it nor the client is backed up.
   void updateUpstreamReading(bool client_backed_up);
 
@@ -78,8 +82,8 @@ class Http2Stream final : public Downstream, private ExchangeHost {
   void sendInterimHead(const http::ResponseHead& head, SecretMask& mask) override;
   void sendResponseHead(const http::ResponseHead& head, SecretMask& mask) override;
   void sendResponseBody(std::span<const char> data, bool completes) override;
-  void endResponse() override;
-  void sendDenial(policy::Reason reason, std::string_view detail) override;
+  void endResponse(const http::HeaderBlock* trailers) override;
+  int sendDenial(policy::Reason reason, std::string_view detail) override;
   void requestCutShort() override;
   void switchedProtocols() override;
   void resumeRequest() override { deliverHeld(); }
@@ -125,11 +129,9 @@ class Http2Stream final : public Downstream, private ExchangeHost {
   // Submits a response head: `status`, then `fields` (names lower-cased), with a body to
   // follow (DATA pulled from body_) or not.
   void submitHead(int status, bool with_body);
-  void addField(std::string_view name, std::string_view value);
-  // The last field added (its name lower-cased), and taking it back.
-  std::string_view lastName() const;
-  void dropLastField();
   void resetStream(std::uint32_t error_code);
+  // The sandbox's sluice_h2_streams_active{leg="client"}: counted from open() to its close.
+  void countActive(bool active);
   nghttp2_session* session() const;
 
   Http2ServerCodec& codec_;
@@ -162,13 +164,12 @@ class Http2Stream final : public Downstream, private ExchangeHost {
   RequestSide request_side_ = RequestSide::HeadPending;
   ResponseSide response_side_ = ResponseSide::NotBegun;
   Life life_ = Life::Open;
+  bool counted_ = false;
   // Response body bytes not yet pulled into DATA frames.
   std::string body_;
   std::size_t body_offset_ = 0;
-  // The fields of a head being submitted: names and values, then nghttp2_nv views of them.
-  std::string field_bytes_;
-  std::vector<std::size_t> field_offsets_;  // name offset, name length, value offset, value length
-  std::vector<nghttp2_nv> nva_;
+  Http2Fields fields_;    // of the head being submitted
+  Http2Fields trailers_;  // the origin's, sent once the body has gone
   std::string masked_;
 };
 

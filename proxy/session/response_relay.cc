@@ -27,14 +27,15 @@ void ResponseRelay::body(std::span<const char> data, std::uint64_t received) {
   send(data, last);
 }
 
-void ResponseRelay::end() {
+void ResponseRelay::end(const http::HeaderBlock* trailers) {
   if (mask_.active()) {
+    trailers = nullptr;
     masked_.clear();
     mask_.finish(masked_);
     send(masked_, true);  // only ever at the response's end
     mask_.reset(nullptr);
   }
-  downstream_.endResponse();
+  downstream_.endResponse(trailers);
 }
 
 void ResponseRelay::send(std::span<const char> data, bool completes_response) {

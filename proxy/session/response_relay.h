@@ -28,8 +28,10 @@ class ResponseRelay {
   void head(const http::ResponseHead& head, const SecretPatterns* patterns);
   // Body bytes; `received`: how many the body has had, these included.
   void body(std::span<const char> data, std::uint64_t received);
-  // The response is over: what masking held back, then its end in the client's framing.
-  void end();
+  // The response is over: what masking held back, then its end in the client's framing, with
+  // the origin's trailers (null: none). A masked response's trailers are dropped: they are the
+  // origin's text, and a secret echoed there would be out of the masking's reach.
+  void end(const http::HeaderBlock* trailers = nullptr);
 
  private:
   void send(std::span<const char> data, bool completes_response);

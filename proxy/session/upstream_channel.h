@@ -1,6 +1,7 @@
 #pragma once
 // The upstream side of one exchange: where its request goes and its response comes from
-// (Http1Upstream: one HTTP/1.1 connection at a time; an HTTP/2 stream next). The channel frames
+// (Http1Upstream: one HTTP/1.1 connection at a time; Http2UpstreamStream: a stream of a shared
+// HTTP/2 session). The channel frames
 // and parses; the exchange (UpstreamEvents) decides what to do with what comes back.
 
 #include <memory>
@@ -34,12 +35,7 @@ class UpstreamEvents {
 
 class UpstreamChannel {
  public:
-  // The connection this exchange's request goes on, from the connector; the response to
-  // `method` is expected on it. `upgrade` WebSocket: a rule allowed the upgrade the request
-  // asked for; the head asks the origin for it, and a 101 to it turns the channel into a
-  // relay (the response's "body" is then the origin's WebSocket bytes, ended by its close).
-  virtual void attach(std::unique_ptr<UpstreamConnection> connection, std::string_view method,
-                      http::Upgrade upgrade) = 0;
+  // Whether it holds an upstream (between attaching, each channel its own way, and release()).
   virtual bool attached() const = 0;
   // The head sluice writes: `head`'s fields less what is dropped, `target` in origin form,
   // Host `host`, and `inject` in place of the sandbox's fields of the same names.
@@ -51,20 +47,27 @@ class UpstreamChannel {
   // The client ended its side of a WebSocket: what is queued for the origin goes, then the
   // origin gets the end of the stream (close_notify, FIN); its side is read on until it closes.
   virtual void endWriting() = 0;
-  // Writes what corked sends gathered.
+  // Writes what corked sends gathered; or drops it (the connection is closing).
   virtual void flushCorked() = 0;
+  virtual void discardCorked() = 0;
   // The upstream's write queue is over its high watermark.
   virtual bool backedUp() const = 0;
   // The HTTP spoken to the origin: the record's `upstream_proto`.
   virtual audit::Proto protocol() const = 0;
   // Whether the response is read (false while the client is backed up).
   virtual void setReading(bool reading) = 0;
+  // The upstream may carry another request after this response (its head said so).
+  virtual bool responseKeepsAlive() const = 0;
+  // The trailer fields that ended the response (null: none, or none kept).
+  virtual const http::HeaderBlock* trailers() const = 0;
   // The exchange is over: the connection is kept for this client (parked) when `reusable`,
   // else closed. `clean`: it did nothing out of turn, so its TLS session may be kept for the
   // next connection to the same key.
   virtual void release(bool reusable, bool clean) = 0;
   // Closed at once, nothing flushed.
   virtual void drop() = 0;
+  // Gives back the memory of idle buffers.
+  virtual void releaseBuffers() = 0;
 
  protected:
   ~UpstreamChannel() = default;

@@ -100,6 +100,11 @@ class UpstreamPool : private io::TcpStream::Handler {
   // Keeps a connection whose last exchange ended cleanly, and closes whatever that puts over a
   // bound: the oldest idle connection of the key, of the sandbox, or of all (perhaps this one).
   void put(std::unique_ptr<UpstreamConnection> connection);
+  // Closes a connection no one uses any more (an ended HTTP/2 session's); it is kept until its
+  // close callback.
+  void retire(std::unique_ptr<UpstreamConnection> connection) {
+    closeConnection(std::move(connection));
+  }
   // Closes the idle connections whose key `unusable` says no request will ask for again (a
   // sandbox removed, an upstream trust replaced).
   void closeWhere(const std::function<bool(const UpstreamKey&)>& unusable);

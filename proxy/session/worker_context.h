@@ -22,6 +22,7 @@ namespace sluice::proxy::session {
 
 class ClientConnection;
 class UpstreamPool;
+class Http2UpstreamSessions;
 
 // One move of one of a session's state machines (state_change.h); the names are the tables'.
 struct StateChange {
@@ -43,6 +44,8 @@ struct WorkerContext {
   std::shared_ptr<const Generation> generation;
   dns::Resolver* resolver = nullptr;
   UpstreamPool* pool = nullptr;
+  // The shared HTTP/2 sessions to origins (null: HTTP/2 is never offered to origins).
+  Http2UpstreamSessions* h2_upstreams = nullptr;
   // Called once every handle of the connection has closed; the worker deletes it.
   std::function<void(ClientConnection*)> finished;
   // The worker is draining: finish the exchange in progress, keep nothing alive.

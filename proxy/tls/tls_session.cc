@@ -290,7 +290,7 @@ Result<TlsSession, std::string> TlsSession::server(SSL_CTX* ctx, X509* leaf, EVP
 }
 
 Result<TlsSession, std::string> TlsSession::client(SSL_CTX* ctx, std::string_view host,
-                                                   SSL_SESSION* resume) {
+                                                   SSL_SESSION* resume, OfferAlpn alpn) {
   ERR_clear_error();
   std::optional<certs::HostKind> kind = certs::certificateHostKind(host);
   if (!kind) {
@@ -332,6 +332,14 @@ Result<TlsSession, std::string> TlsSession::client(SSL_CTX* ctx, std::string_vie
     if (made_for != nullptr && state->expected_host == made_for &&
         SSL_set_session(s, resume) != 1) {
       ERR_clear_error();  // not fatal: a full handshake instead
+    }
+  }
+  if (alpn == OfferAlpn::H2AndHttp11) {
+    // The context's list is "http/1.1" alone; this connection offers h2 first. (0 is success.)
+    static constexpr unsigned char kH2AndHttp11[] = {2,   'h', '2', 8,   'h', 't',
+                                                     't', 'p', '/', '1', '.', '1'};
+    if (SSL_set_alpn_protos(s, kH2AndHttp11, sizeof kH2AndHttp11) != 0) {
+      return opensslFailure("TLS: cannot offer h2 to the upstream");
     }
   }
   return TlsSession(std::move(state));

@@ -48,6 +48,9 @@ using certs::SslSessionPtr;
 
 enum class HandshakeStatus : std::uint8_t { Done, WantIo, Failed };
 
+// The protocols a client session offers (ALPN).
+enum class OfferAlpn : std::uint8_t { Http11, H2AndHttp11 };
+
 enum class ReadStatus : std::uint8_t {
   Data,    // *n > 0 bytes of plaintext were written to `out`
   WantIo,  // no plaintext until more ciphertext is fed (flush pending ciphertext first)
@@ -91,8 +94,12 @@ class TlsSession {
   // caller keeps its own reference (SSL_set_session takes another). Ignored, with a full
   // handshake instead, if it is not resumable, was made for another host, or did not come
   // from session() (which tags each session with its host).
+  //
+  // `alpn`: what the origin is offered (docs/wire.md#http2-toward-origins): "h2" and
+  // "http/1.1", or "http/1.1" alone (a WebSocket upgrade, which sluice asks of HTTP/1.1 only).
   static Result<TlsSession, std::string> client(SSL_CTX* ctx, std::string_view host,
-                                                SSL_SESSION* resume = nullptr);
+                                                SSL_SESSION* resume = nullptr,
+                                                OfferAlpn alpn = OfferAlpn::Http11);
 
   TlsSession(TlsSession&&) noexcept;
   TlsSession& operator=(TlsSession&&) noexcept;

@@ -66,7 +66,7 @@ class Content:
         for name in ("allowed.test", "api.allowed.test", "other.test", "evil.test",
                      "a.wild.test", "mixed.wild.test", "mixed6.wild.test", "second.test",
                      "expired.wild.test",
-                     "wrongname.wild.test"):
+                     "wrongname.wild.test", "h2.test"):
             self._file(name, "/whoami.txt", name + "\n")
             self._file(name, "/index.html", "<h1>%s</h1>\n" % name)
         self._file("attacker", "/whoami.txt", "ATTACKER\n")
@@ -80,6 +80,12 @@ class Content:
                             for i in range(20000))
         self._file("allowed.test", "/chunked.html", chunk_src)
         self.chunked_expected = chunk_src.replace(CHUNK_MARK, CHUNK_REPLACEMENT).encode()
+        # The HTTP/2 origin serves the same chunked page and HEAD file, and a file behind its
+        # trailer location.
+        self._file("h2.test", "/chunked.html", chunk_src)
+        self._file("h2.test", "/head.txt", "a file for HEAD requests\n" * 40)
+        self._file("h2.test", "/trailer/data.txt", "a body before trailers\n")
+        self._file("h2.test", "/trailer/page.html", "<p>%s before trailers</p>\n" % CHUNK_MARK)
         self._pypi()
         self._big()
 

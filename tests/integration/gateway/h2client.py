@@ -17,7 +17,9 @@ beyond the window this client granted): a peer that breaks HTTP/2 fails the test
 error h2 found. The receive windows are h2's defaults (65,535 bytes per stream and for the
 connection) and are reopened with WINDOW_UPDATE only as the data is consumed, so a response
 larger than a window arrives whole only if sluice waits for the updates; `hold_window` stops
-the reopening (a stream held in flight by flow control) until release_window(). GOAWAY frames
+the reopening (a stream held in flight by flow control) until release_window(); `hold_streams`
+does it for the streams it names only, and start(conn_window=N) grants the connection a larger
+window, so that a held stream cannot hold the others up through it. GOAWAY frames
 are taken out before h2 sees them and kept in `terminated`: h2 4.1 closes its connection on a
 GOAWAY and would refuse the frames of the streams a graceful shutdown lets finish.
 """
@@ -125,18 +127,23 @@ class H2Tunnel:
         self.terminated = None      # the Goaway sluice sent, if any
         self._rx = bytearray()      # received bytes not yet a whole frame
         self.hold_window = False    # True: read DATA but reopen no window until released
+        self.hold_streams = set()   # the same, for these streams only
         self._held = []
         self.closed = None          # "eof" or "reset" once the TCP connection ended
 
     # --- the connection ------------------------------------------------------------------
 
-    def start(self):
-        """Send the connection preface; fails unless the TLS handshake selected h2."""
+    def start(self, conn_window=None):
+        """Send the connection preface; fails unless the TLS handshake selected h2.
+        `conn_window`: the connection's receive window, if larger than 65,535 bytes (a
+        WINDOW_UPDATE on stream 0 right after the preface; the streams' windows stay)."""
         if self.alpn != "h2":
             self.sock.close()
             raise AssertionError("ALPN is not h2: the handshake selected %r" % self.alpn)
         self.conn = h2.connection.H2Connection(config=self.config)
         self.conn.initiate_connection()
+        if conn_window is not None and conn_window > 65535:
+            self.conn.increment_flow_control_window(conn_window - 65535)
         self._flush()
         return self
 
@@ -216,9 +223,12 @@ class H2Tunnel:
 
     def release_window(self):
         """Reopen the windows for every DATA byte read so far (WINDOW_UPDATE, as h2 sees fit:
-        consumed at once)."""
+        consumed at once), but those of the streams in `hold_streams`."""
         held, self._held = self._held, []
         for length, stream_id in held:
+            if stream_id in self.hold_streams:
+                self._held.append((length, stream_id))
+                continue
             try:
                 self.conn.acknowledge_received_data(length, stream_id)
             except h2.exceptions.StreamClosedError:
@@ -284,6 +294,11 @@ class H2Tunnel:
             except h2.exceptions.StreamClosedError:
                 return
             self._flush()
+
+    def cancel(self, stream_id, error_code=0x8):
+        """RST_STREAM (CANCEL by default): the client gives up on a stream."""
+        self.conn.reset_stream(stream_id, error_code)
+        self._flush()
 
     def get(self, path, **kw):
         return self.request("GET", path, **kw)

@@ -15,6 +15,7 @@ class Response:
     headers: list = field(default_factory=list)  # [(name, value)] as received
     body: bytes = b""
     raw_head: bytes = b""
+    trailers: list = field(default_factory=list)  # [(name, value)] of a chunked body's trailer
 
     def header(self, name):
         values = self.headers_named(name)
@@ -85,9 +86,12 @@ class HttpReader:
             while True:
                 size = int(self._line().split(b";")[0], 16)
                 if size == 0:
-                    while self._line():
-                        pass
-                    return body
+                    while True:
+                        line = self._line()
+                        if not line:
+                            return body
+                        name, _, value = line.decode("latin-1").partition(":")
+                        resp.trailers.append((name.strip(), value.strip()))
                 body += self._exactly(size)
                 self._line()
         length = resp.header("Content-Length")

@@ -13,7 +13,8 @@ import time
 # Addresses the bed binds. A port is "free" for the bed only when it is free on all of them,
 # so that the same port number can serve the CDN, the second origin, the attacker, the
 # internal canary, and is refused on 127.0.0.22 (where nothing listens, on purpose).
-BED_ADDRESSES = ("127.0.0.1", "127.0.0.20", "127.0.0.21", "127.0.0.22", "127.0.0.66")
+BED_ADDRESSES = ("127.0.0.1", "127.0.0.20", "127.0.0.21", "127.0.0.22", "127.0.0.25",
+                 "127.0.0.66")
 
 
 # Long-lived children (nginx, dnsmasq, sluice) get SIGTERM from the kernel if the test process

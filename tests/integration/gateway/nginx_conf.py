@@ -7,6 +7,10 @@
               for the certificate and by Host for the content, like a CDN. TLS on port T,
               plain HTTP on port P.
   127.0.0.21  second.test
+  127.0.0.25  h2.test, TLS on port T only, with `http2` on its listen: the one origin that
+              selects ALPN h2 (every other listen offers HTTP/1.1 only, so sluice speaks
+              HTTP/1.1 to them whatever it offers); it also has /trailer/ (a response trailer)
+              and /nocontent (204)
   127.0.0.66  the attacker: allowed.test, attacker.test, atk.wild.test, all from the
               attacker's CA
   127.0.0.1   the internal canary: anything reaching it is an SSRF into the host
@@ -27,6 +31,8 @@ LOG_FIELDS = [
     ("upgrade", "$http_upgrade"), ("http2_settings", "$http_http2_settings"),
     ("bytes_sent", "$bytes_sent"), ("connection", "$connection"),
     ("connection_requests", "$connection_requests"),
+    # "HTTP/1.1" or "HTTP/2.0"; and "h2" when the connection negotiated HTTP/2 over TLS
+    ("protocol", "$server_protocol"), ("http2", "$http2"),
 ]
 
 
@@ -113,6 +119,19 @@ def _server(d, names, listens, cert, root, role, extra=""):
     return "\n".join(lines)
 
 
+# What only h2.test serves: a response trailer after the body (sent as a HEADERS frame that ends
+# the stream over HTTP/2), after a body of known length (/trailer/data.txt) or of none
+# (/trailer/page.html, which sub_filter rewrites), and a 204.
+H2_EXTRA = """\
+    location /trailer/ {
+        add_trailer x-trailer "trailer-value" always;
+        sub_filter 'SLUICE-MARK' 'replaced-by-nginx';
+    }
+    location = /nocontent {
+        return 204;
+    }"""
+
+
 def render(d, www, pki, tls_port, plain_port, as_root):
     """The whole nginx.conf; `d` is the nginx directory (logs, pid, temp, sink socket)."""
     t, p = tls_port, plain_port
@@ -129,6 +148,8 @@ def render(d, www, pki, tls_port, plain_port, as_root):
     second = ["127.0.0.21:%d ssl default_server" % t, "127.0.0.21:%d default_server" % p]
     servers.append(_server(d, ["second.test"], second, pki.cdn["second.test"],
                            "%s/second.test" % www, "second"))
+    servers.append(_server(d, ["h2.test"], ["127.0.0.25:%d ssl http2 default_server" % t],
+                           pki.h2, "%s/h2.test" % www, "h2", extra=H2_EXTRA))
     atk = ["127.0.0.66:%d ssl" % t, "127.0.0.66:%d" % p]
     servers.append(_server(d, ["allowed.test"], [l + " default_server" for l in atk],
                            pki.attacker["allowed.test"], "%s/attacker" % www, "attacker"))

@@ -20,7 +20,8 @@ BARRIER_PREFIX = "/__barrier/"
 
 
 class Nginx:
-    """Access logs by role: cdn.log, second.log, attacker.log, internal.log, sink.log."""
+    """Access logs by role: cdn.log, second.log, h2.log, attacker.log, internal.log,
+    sink.log."""
 
     def __init__(self, directory, www, pki, tls_port, plain_port):
         self.dir = directory
@@ -43,6 +44,7 @@ class Nginx:
             for addr in ("127.0.0.20", "127.0.0.21", "127.0.0.66", "127.0.0.1"):
                 for port in (self.tls_port, self.plain_port):
                     wait_port(addr, port, timeout=20, proc=self.proc, what="nginx")
+            wait_port("127.0.0.25", self.tls_port, timeout=20, proc=self.proc, what="nginx")
         except Exception:
             self.stop()
             raise RuntimeError("nginx did not start:\n" + self.startup_errors())
@@ -152,6 +154,9 @@ class Dnsmasq:
         "doc6.pub.test": ["2001:db8::1"], "self.pub.test": ["127.0.0.2"],
         # the bed's own stand-in origins (a Python server per test, on a port of its own)
         "probe.test": ["127.0.0.24"],
+        # the origin that speaks HTTP/2 (nginx), and the gRPC origin of test_grpc.py
+        # (grpc_origin.py)
+        "h2.test": ["127.0.0.25"], "grpc.test": ["127.0.0.26"],
     }
     # Whole subtrees: every name below the key resolves to the address (a wildcard rule's
     # names, as many as a test makes up).

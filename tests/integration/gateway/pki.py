@@ -90,6 +90,8 @@ class BedPKI:
         ca = self.test_ca
         self.cdn = {n: ca.issue(n, n, dns=[n]) for n in self.CDN_NAMES}
         self.cdn["second.test"] = ca.issue("second.test", "second.test", dns=["second.test"])
+        # The origin that speaks HTTP/2 (nginx `listen ... ssl http2` on 127.0.0.25).
+        self.h2 = ca.issue("h2.test", "h2.test", dns=["h2.test"])
         # The default server of the CDN address: a certificate for the IP, for clients that
         # connect by address (pip's direct self-test), and for "no SNI".
         self.cdn_ip = ca.issue("cdn-ip", "127.0.0.20", ips=["127.0.0.20"])

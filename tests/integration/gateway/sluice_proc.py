@@ -95,6 +95,7 @@ def bed_rules(tls_port, plain_port):
         {"name": "api", "hosts": ["api.allowed.test"], "ports": [t], "methods": ["GET"],
          "paths": ["/v1/public/"], "ips": ["127.0.0.20/32"]},
         {"name": "second", "hosts": ["second.test"], "ports": [t], "ips": ["127.0.0.21/32"]},
+        {"name": "h2", "hosts": ["h2.test"], "ports": [t], "ips": ["127.0.0.25/32"]},
         {"name": "atk", "hosts": ["atk.wild.test"], "ports": [t], "ips": ["127.0.0.66/32"]},
         {"name": "refused", "hosts": ["refused.wild.test"], "ports": [t],
          "ips": ["127.0.0.22/32"]},

@@ -6,6 +6,9 @@ import os
 import socket
 import threading
 
+import h2.config
+import h2.connection
+import h2.events
 import pytest
 
 import clients
@@ -201,3 +204,50 @@ def test_curl_connect_to_sends_ip_literal_connect():
     thread.join(10)
     server.close()
     assert seen and seen[0].startswith(b"CONNECT 127.0.0.66:8443 HTTP/1.1\r\n")
+
+
+def test_h2_origin_speaks_http2_and_http11(bed):
+    """h2.test (127.0.0.25) selects ALPN h2 when offered, and HTTP/1.1 otherwise: its log tells
+    the two apart ($server_protocol) and names each connection; its /trailer/ location sends a
+    trailer after the body; the bed's other origins still speak HTTP/1.1 only (curl --http2
+    falls back), as every test but the HTTP/2-upstream ones assume."""
+    for flag, proto in (("--http2", "HTTP/2.0"), ("--http1.1", "HTTP/1.1")):
+        tag = "selftest-h2-" + flag
+        r = direct(bed, "h2.test", "/whoami.txt", flag, "-H", "X-Test: " + tag,
+                   address="127.0.0.25")
+        assert (r.rc, r.http_code, r.body) == (0, 200, b"h2.test\n"), r.stderr
+        entry = bed.nginx.wait_access("h2", lambda e: e["x_test"] == tag)[-1]
+        assert (entry["protocol"], entry["host"]) == (proto, "h2.test"), entry
+        assert entry["connection"].isdigit(), entry
+    # curl does not show trailers: python3-h2, straight to nginx
+    sock = socket.create_connection(("127.0.0.25", bed.tls_port), timeout=10)
+    tls = TLSStream(sock, "h2.test", bed.pki.test_ca.cert, alpn=("h2",))
+    assert tls.alpn() == "h2"
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True,
+                                                                header_encoding="utf-8"))
+    conn.initiate_connection()
+    for stream_id, path, length, want in (
+            (1, "/trailer/data.txt", "23", b"a body before trailers\n"),
+            (3, "/trailer/page.html", None, b"<p>replaced-by-nginx before trailers</p>\n")):
+        conn.send_headers(stream_id, [(":method", "GET"), (":scheme", "https"),
+                                      (":authority", "h2.test"), (":path", path)],
+                          end_stream=True)
+        tls.sendall(conn.data_to_send())
+        events = []
+        while not any(isinstance(e, h2.events.StreamEnded) for e in events):
+            data = tls.recv()
+            assert data, "nginx closed: %r" % events
+            events += conn.receive_data(data)
+            tls.sendall(conn.data_to_send())
+        head = [dict(e.headers) for e in events if isinstance(e, h2.events.ResponseReceived)]
+        body = b"".join(e.data for e in events if isinstance(e, h2.events.DataReceived))
+        trailers = [e.headers for e in events if isinstance(e, h2.events.TrailersReceived)]
+        assert (head[0].get("content-length"), body, trailers) == \
+            (length, want, [[("x-trailer", "trailer-value")]]), events
+    sock.close()
+    r = direct(bed, "h2.test", "/nocontent", "--http2", address="127.0.0.25")
+    assert (r.http_code, r.body) == (204, b""), r.stderr
+    r = direct(bed, "allowed.test", "/whoami.txt", "--http2", "-H", "X-Test: selftest-h1-only")
+    assert (r.rc, r.http_code) == (0, 200), r.stderr
+    entry = bed.nginx.wait_access("cdn", lambda e: e["x_test"] == "selftest-h1-only")[-1]
+    assert entry["protocol"] == "HTTP/1.1", entry

@@ -6,7 +6,9 @@ thread of the test process with its own asyncio loop. It records each handshake 
   /feed/echo      each text message comes back as "echo:<message>"
   /feed/push      sends "tick-0".."tick-<n-1>" spaced by `push_gap` seconds, then closes
   /feed/close     closes at once with code 4001
-Anything else is refused with 404 before the upgrade."""
+Anything else is refused with 404 before the upgrade. With `alpn` (a list) its TLS selects the
+first protocol of that list a client offers, e.g. h2 before http/1.1, like an origin that also
+speaks HTTP/2, and `alpns` keeps what each session's handshake selected."""
 import asyncio
 import http
 import ssl
@@ -19,13 +21,16 @@ NAME = "ws.test"
 
 
 class WsOrigin:
-    def __init__(self, pki, push_count=3, push_gap=0.3):
+    def __init__(self, pki, push_count=3, push_gap=0.3, alpn=None):
         self.handshakes = []  # (path, {lower-case header: value}) of each accepted upgrade
+        self.alpns = []  # the ALPN protocol (or None) each session's TLS handshake selected
         self.push_count = push_count
         self.push_gap = push_gap
         leaf = pki.test_ca.issue("ws-origin", NAME, dns=[NAME])
         self._ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._ctx.load_cert_chain(leaf.cert, leaf.key)
+        if alpn:
+            self._ctx.set_alpn_protocols(list(alpn))
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._server = None
@@ -50,6 +55,7 @@ class WsOrigin:
         return None
 
     async def _handle(self, ws, path):
+        self.alpns.append(ws.transport.get_extra_info("ssl_object").selected_alpn_protocol())
         try:
             await self._serve(ws, path)
         except websockets.WebSocketException:

@@ -52,6 +52,8 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
   sandbox.countRequest("deny", Reason::NotAllowedHost);
   sandbox.connections_active.fetch_add(3);
   sandbox.websocket_sessions_active.fetch_add(1);
+  sandbox.h2_client_streams_active.fetch_add(5);
+  sandbox.h2_origin_streams_active.fetch_add(2);
   sandbox.addBytes(10, 2000);
   sandbox.request_duration.observe(1500);     // 1.5 ms
   sandbox.request_duration.observe(3000000);  // 3 s
@@ -83,6 +85,11 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
       "# HELP sluice_websocket_sessions_active WebSocket sessions relaying now.\n"
       "# TYPE sluice_websocket_sessions_active gauge\n"
       "sluice_websocket_sessions_active{sandbox=\"agent-1\"} 1\n"
+      "# HELP sluice_h2_streams_active HTTP/2 streams open now, by leg (client: the sandbox's; "
+      "origin: sluice's).\n"
+      "# TYPE sluice_h2_streams_active gauge\n"
+      "sluice_h2_streams_active{sandbox=\"agent-1\",leg=\"client\"} 5\n"
+      "sluice_h2_streams_active{sandbox=\"agent-1\",leg=\"origin\"} 2\n"
       "# HELP sluice_bytes_total Body bytes of requests and responses (the audit record's "
       "req_bytes, resp_bytes).\n"
       "# TYPE sluice_bytes_total counter\n"

@@ -1,0 +1,382 @@
+#include "proxy/session/http2_upstream_stream.h"
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <string>
+
+#include "proxy/http/field_rules.h"
+#include "proxy/http/head_writer.h"
+#include "proxy/runtime/generation.h"
+#include "proxy/session/http2_upstream_session.h"
+
+namespace sluice::proxy::session {
+
+namespace {
+
+// Room for a typical request head in a fresh field buffer.
+constexpr std::size_t kHeadReserve = 512;
+// What one field costs against max_header_bytes besides its bytes (RFC 9113 §6.5.2's 32).
+constexpr std::size_t kFieldOverhead = 32;
+
+// Whether a request's TE field asks for trailers: gRPC's origins want "te: trailers", the one
+// TE value HTTP/2 carries (RFC 9113 §8.2.2); the rest of TE is the client's hop's.
+bool asksForTrailers(const http::HeaderBlock& headers) {
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    if (!http::ascii::iequals(headers.name(i), "te")) {
+      continue;
+    }
+    std::string_view value = headers.value(i);
+    while (!value.empty()) {
+      const std::size_t comma = value.find(',');
+      std::string_view token = value.substr(0, comma);
+      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) {
+        token.remove_prefix(1);
+      }
+      token = token.substr(0, token.find_first_of(" \t;"));
+      if (http::ascii::iequals(token, "trailers")) {
+        return true;
+      }
+      value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Http2UpstreamStream::Http2UpstreamStream(ExchangeHost& host, UpstreamEvents& events,
+                                         std::size_t max_header_bytes)
+    : host_(host), events_(events), max_header_bytes_(max_header_bytes) {}
+
+Http2UpstreamStream::~Http2UpstreamStream() { detach(); }
+
+void Http2UpstreamStream::attachTo(Http2UpstreamSession& session, std::string_view method) {
+  session_ = &session;
+  id_ = -1;
+  head_request_ = method == "HEAD";
+  secret_ = false;
+  body_ = false;
+  request_ended_ = false;
+  request_backed_up_ = false;
+  reading_ = true;
+  wants_flush_ = false;
+  response_ = Response::AwaitingHead;
+  has_trailers_ = false;
+  header_bytes_ = 0;
+  unconsumed_ = 0;
+  head_.status = 0;
+  head_.framing = http::ResponseFraming::None;
+  head_.has_content_length = false;
+  head_.content_length = 0;
+  head_.headers.clear();  // (keeps its capacity)
+  trailers_.clear();
+  out_.clear();
+  out_offset_ = 0;
+}
+
+// --- the request
+
+void Http2UpstreamStream::sendHead(const http::RequestHead& head, std::string_view target,
+                                   std::string_view host,
+                                   std::span<const http::HeaderField> inject) {
+  if (session_ == nullptr) {
+    return;
+  }
+  secret_ = !inject.empty();
+  body_ = head.framing != http::BodyFraming::None;
+  request_ended_ = !body_;
+  fields_.clear();
+  fields_.reserve(kHeadReserve);
+  fields_.add(":method", head.method);
+  fields_.add(":scheme", "https");
+  fields_.add(":authority", host);
+  fields_.add(":path", target);
+  struct Adder final : http::ForwardedFieldVisitor {
+    explicit Adder(Http2Fields& f) : fields(f) {}
+    void field(std::string_view name, std::string_view value, bool) override {
+      fields.addChecked(name, value);  // what HTTP/2 cannot carry is left out, never translated
+    }
+    Http2Fields& fields;
+  } adder(fields_);
+  http::visitForwardedFields(head, inject, adder);
+  if (head.framing == http::BodyFraming::ContentLength) {
+    char digits[20];
+    const auto written = std::to_chars(digits, digits + sizeof digits, head.content_length);
+    fields_.add("content-length",
+                std::string_view(digits, static_cast<std::size_t>(written.ptr - digits)));
+  }
+  if (asksForTrailers(head.headers)) {
+    fields_.add("te", "trailers");
+  }
+  id_ = session_->submitRequest(*this, fields_.nva(), body_);
+  if (secret_) {
+    OPENSSL_cleanse(fields_.bytes().data(), fields_.bytes().capacity());  // (nghttp2 copied it)
+  }
+  if (id_ < 0) {
+    session_ = nullptr;
+    fail("cannot open a stream to the origin");
+    return;
+  }
+  countActive(true);
+  wantFlush();
+}
+
+void Http2UpstreamStream::sendBody(std::span<const char> data) {
+  if (session_ == nullptr || data.empty()) {
+    return;
+  }
+  if (out_offset_ == out_.size()) {
+    out_.clear();
+    out_offset_ = 0;
+  }
+  out_.append(data.data(), data.size());
+  session_->resumeData(id_);
+  wantFlush();
+}
+
+void Http2UpstreamStream::sendEnd() {
+  if (session_ == nullptr || request_ended_) {
+    return;
+  }
+  request_ended_ = true;
+  session_->resumeData(id_);
+  wantFlush();
+}
+
+void Http2UpstreamStream::wantFlush() {
+  if (host_.corked()) {
+    wants_flush_ = true;  // flushCorked() writes it with the rest of the callback's bytes
+    return;
+  }
+  session_->flush();
+}
+
+void Http2UpstreamStream::flushCorked() {
+  if (session_ != nullptr && wants_flush_) {
+    wants_flush_ = false;
+    session_->flush();
+  }
+}
+
+long Http2UpstreamStream::readRequest(std::uint8_t* buf, std::size_t length, bool& eof) {
+  const std::size_t available = out_.size() - out_offset_;
+  const std::size_t n = std::min(length, available);
+  if (n > 0) {
+    std::memcpy(buf, out_.data() + out_offset_, n);
+    out_offset_ += n;
+  }
+  if (out_offset_ == out_.size()) {
+    out_.clear();
+    out_offset_ = 0;
+    if (request_ended_) {
+      eof = true;
+      return static_cast<long>(n);
+    }
+    if (n == 0) {
+      return NGHTTP2_ERR_DEFERRED;
+    }
+  }
+  return static_cast<long>(n);
+}
+
+// Const to the exchange, which asks; a stream that says yes is told when the answer changes.
+bool Http2UpstreamStream::backedUp() const {
+  if (session_ == nullptr) {
+    return false;
+  }
+  const bool backed_up = out_.size() - out_offset_ > kHighWater || session_->backedUp();
+  if (backed_up && !request_backed_up_ && id_ > 0) {
+    request_backed_up_ = true;
+    session_->waitForDrain(id_);
+  }
+  return backed_up;
+}
+
+void Http2UpstreamStream::reportDrainedIfSo() {
+  if (!request_backed_up_ || backedUp()) {
+    return;
+  }
+  request_backed_up_ = false;
+  Cork cork(host_);
+  host_.onPeerDrained();
+}
+
+// --- the response
+
+void Http2UpstreamStream::setReading(bool reading) {
+  reading_ = reading;
+  if (reading && unconsumed_ > 0 && session_ != nullptr) {
+    session_->consume(id_, unconsumed_);  // the client took what it was sent: the window opens
+    unconsumed_ = 0;
+    wantFlush();
+  }
+}
+
+bool Http2UpstreamStream::onField(std::string_view name, std::string_view value) {
+  header_bytes_ += name.size() + value.size() + kFieldOverhead;
+  if (header_bytes_ > max_header_bytes_) {
+    return false;
+  }
+  if (response_ == Response::Body) {
+    response_ = Response::Trailers;  // a HEADERS block after the final head
+  }
+  if (!name.empty() && name.front() == ':') {
+    if (name == ":status" && response_ == Response::AwaitingHead) {
+      int status = 0;
+      std::from_chars(value.data(), value.data() + value.size(), status);
+      head_.status = status;  // (nghttp2 checked it is three digits)
+    }
+    return true;
+  }
+  if (response_ == Response::Trailers) {
+    trailers_.add(name, value);
+  } else if (response_ == Response::AwaitingHead) {
+    head_.headers.add(name, value);
+  }
+  return true;
+}
+
+void Http2UpstreamStream::onHeadersEnd(bool end_stream) {
+  header_bytes_ = 0;
+  host_.noteProgress();  // (idle_timeout counts from the origin's last sign of life too)
+  if (response_ == Response::Trailers) {
+    has_trailers_ = true;
+    if (end_stream) {
+      onEndStream();
+    }
+    return;
+  }
+  if (response_ != Response::AwaitingHead) {
+    return;
+  }
+  if (head_.status < 200) {
+    events_.onInterimHead(head_);  // (no 101 in HTTP/2: nghttp2 refuses it)
+    head_.headers.clear();
+    head_.status = 0;
+    return;
+  }
+  head_.http_major = 2;
+  head_.http_minor = 0;
+  head_.keep_alive = true;
+  if (auto length = head_.headers.find("content-length")) {
+    head_.has_content_length = http::detail::parseContentLength(*length, head_.content_length);
+  }
+  if (head_request_ || head_.status == 204 || head_.status == 304) {
+    head_.framing = http::ResponseFraming::None;
+  } else if (end_stream) {
+    // A head that ends the stream has no body (gRPC's trailers-only answer among them): an
+    // HTTP/2 client gets one HEADERS that ends its stream too (a gRPC client reads an empty
+    // DATA after it as a call without a status), an HTTP/1.1 client Content-Length: 0.
+    head_.has_content_length = true;
+    head_.content_length = 0;
+    head_.framing = http::ResponseFraming::ContentLength;
+  } else if (head_.has_content_length) {
+    head_.framing = http::ResponseFraming::ContentLength;
+  } else {
+    head_.framing = http::ResponseFraming::Chunked;  // the body ends with the stream
+  }
+  response_ = Response::Body;
+  if (session_ != nullptr) {
+    session_->rememberTlsSession();
+  }
+  events_.onResponseHead(head_);
+  if (end_stream && response_ == Response::Body) {
+    onEndStream();
+  }
+}
+
+void Http2UpstreamStream::onData(std::span<const char> data) {
+  if (response_ != Response::Body || session_ == nullptr) {
+    return;
+  }
+  const std::int32_t id = id_;
+  Http2UpstreamSession* session = session_;
+  host_.noteProgress();
+  events_.onResponseBody(data);
+  if (session_ == nullptr) {
+    session->consume(id, data.size());  // let go meanwhile: nothing will give it back
+    return;
+  }
+  host_.updateReading();  // the client may be backed up now: then setReading(false)
+  if (reading_) {
+    session_->consume(id_, data.size());
+  } else {
+    unconsumed_ += data.size();
+  }
+}
+
+void Http2UpstreamStream::onEndStream() {
+  if (response_ != Response::Body && response_ != Response::Trailers) {
+    return;
+  }
+  response_ = Response::Complete;
+  events_.onResponseComplete(false);
+}
+
+const http::HeaderBlock* Http2UpstreamStream::trailers() const {
+  return has_trailers_ ? &trailers_ : nullptr;
+}
+
+// --- endings
+
+void Http2UpstreamStream::onClosed(std::uint32_t error_code) {
+  session_ = nullptr;  // (the session forgot it)
+  countActive(false);
+  if (response_ == Response::Complete || response_ == Response::Failed) {
+    return;
+  }
+  if (error_code == NGHTTP2_REFUSED_STREAM) {
+    fail("the origin refused the stream before processing it");
+    return;
+  }
+  fail(std::string("the origin reset the stream (") + nghttp2_http2_strerror(error_code) + ")");
+}
+
+void Http2UpstreamStream::onSessionEnded(std::string_view why) {
+  session_ = nullptr;
+  countActive(false);
+  if (why.empty() || response_ == Response::Complete || response_ == Response::Failed) {
+    return;
+  }
+  fail(why);
+}
+
+void Http2UpstreamStream::fail(std::string_view why) {
+  response_ = Response::Failed;
+  events_.onUpstreamFailed(policy::Reason::UpstreamConnect, why);
+}
+
+void Http2UpstreamStream::detach() {
+  if (session_ == nullptr) {
+    return;
+  }
+  Http2UpstreamSession* session = session_;
+  session_ = nullptr;
+  countActive(false);
+  // A stream whose both sides ended closes on its own; any other is reset: nobody reads its
+  // answer, or its request will never be finished.
+  session->forget(id_, !(response_ == Response::Complete && request_ended_));
+}
+
+void Http2UpstreamStream::countActive(bool active) {
+  if (counted_ != active) {
+    counted_ = active;
+    host_.runtime().metrics.h2_origin_streams_active.fetch_add(active ? 1 : -1,
+                                                               std::memory_order_relaxed);
+  }
+}
+
+void Http2UpstreamStream::release(bool, bool) { detach(); }
+
+void Http2UpstreamStream::drop() { detach(); }
+
+void Http2UpstreamStream::releaseBuffers() {
+  std::string().swap(out_);
+  out_offset_ = 0;
+  fields_.release();
+}
+
+}  // namespace sluice::proxy::session

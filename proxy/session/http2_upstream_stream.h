@@ -1,0 +1,119 @@
+#pragma once
+// An exchange's request as one stream of a shared HTTP/2 session to its origin
+// (Http2UpstreamSession): the UpstreamChannel of HTTP/2 (docs/wire.md#http2-toward-origins).
+// It writes the head sluice builds as HTTP/2 fields (the same fields as an HTTP/1.1 head:
+// http::visitForwardedFields, names lower-cased, what HTTP/2 cannot carry left out), holds the
+// request body until nghttp2 pulls it into DATA frames as the origin's window allows, and turns
+// the origin's HEADERS, DATA and trailers into the events an HTTP/1.1 response gives
+// (UpstreamEvents), with the framing the client's codec needs: Content-Length when the origin
+// sent one, else a body that ends with the stream.
+//
+// Owned by its exchange. Attached to a session from the request's head to release() or drop();
+// destroying it lets the stream go (RST_STREAM CANCEL when it is still open).
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "proxy/http/header_block.h"
+#include "proxy/session/exchange_host.h"
+#include "proxy/session/http2_fields.h"
+#include "proxy/session/upstream_channel.h"
+
+namespace sluice::proxy::session {
+
+class Http2UpstreamSession;
+
+class Http2UpstreamStream final : public UpstreamChannel {
+ public:
+  // Request bytes held for the origin before the client's side is read no more.
+  static constexpr std::size_t kHighWater = 64 * 1024;
+
+  Http2UpstreamStream(ExchangeHost& host, UpstreamEvents& events, std::size_t max_header_bytes);
+  ~Http2UpstreamStream();
+  Http2UpstreamStream(const Http2UpstreamStream&) = delete;
+  Http2UpstreamStream& operator=(const Http2UpstreamStream&) = delete;
+
+  // Takes a stream on `session` for a request with `method` (its answer's framing depends on
+  // it). The stream opens with sendHead().
+  void attachTo(Http2UpstreamSession& session, std::string_view method);
+
+  // --- UpstreamChannel
+  bool attached() const override { return session_ != nullptr; }
+  void sendHead(const http::RequestHead& head, std::string_view target, std::string_view host,
+                std::span<const http::HeaderField> inject) override;
+  void sendBody(std::span<const char> data) override;
+  void sendEnd() override;
+  void endWriting() override { sendEnd(); }
+  void flushCorked() override;
+  void discardCorked() override {}
+  bool backedUp() const override;
+  audit::Proto protocol() const override { return audit::Proto::H2; }
+  void setReading(bool reading) override;
+  bool responseKeepsAlive() const override { return true; }
+  const http::HeaderBlock* trailers() const override;
+  void release(bool reusable, bool clean) override;
+  void drop() override;
+  void releaseBuffers() override;
+
+  // --- from the session (nghttp2's callbacks, corked on the client's connection)
+  ExchangeHost& host() { return host_; }
+  // A field of a HEADERS block; false: the block is over max_header_bytes (the stream is reset).
+  bool onField(std::string_view name, std::string_view value);
+  // A HEADERS block ended: a 1xx, the final head, or the trailers.
+  void onHeadersEnd(bool end_stream);
+  void onData(std::span<const char> data);
+  void onEndStream();
+  // nghttp2 closed the stream (`error_code` 0: both sides ended).
+  void onClosed(std::uint32_t error_code);
+  // The session ended under the stream (`why` empty: let go without an event).
+  void onSessionEnded(std::string_view why);
+  // nghttp2 pulls request DATA: up to `length` bytes into `buf`; `eof` at the body's end.
+  long readRequest(std::uint8_t* buf, std::size_t length, bool& eof);
+  // The request side was over kHighWater and is no longer: the client is read again.
+  void reportDrainedIfSo();
+
+ private:
+  enum class Response : std::uint8_t {
+    AwaitingHead,  // nothing, or 1xx heads only
+    Body,          // the final head came: DATA may follow
+    Trailers,      // a HEADERS block after the final head
+    Complete,      // END_STREAM
+    Failed,        // reset, malformed, or its session ended
+  };
+  void fail(std::string_view why);
+  // What was submitted is written now, or with the callback's other writes when corked.
+  void wantFlush();
+  // Lets the session go: reset when the stream is open, then no more events.
+  void detach();
+  // The sandbox's sluice_h2_streams_active{leg="origin"}: from the HEADERS sent to the close.
+  void countActive(bool active);
+
+  ExchangeHost& host_;
+  UpstreamEvents& events_;
+  std::size_t max_header_bytes_;
+  Http2UpstreamSession* session_ = nullptr;
+  std::int32_t id_ = -1;
+  bool head_request_ = false;  // the request is a HEAD: its answer has no body
+  bool secret_ = false;        // the head carries an injected secret: its bytes are wiped
+  bool body_ = false;          // the request has a body (DATA follows its HEADERS)
+  bool request_ended_ = false;
+  // backedUp() said yes: the session tells it when the writes drained.
+  mutable bool request_backed_up_ = false;
+  bool reading_ = true;
+  bool wants_flush_ = false;  // submitted while corked
+  bool has_trailers_ = false;
+  bool counted_ = false;
+  Response response_ = Response::AwaitingHead;
+  std::size_t header_bytes_ = 0;  // of the HEADERS block being received
+  std::size_t unconsumed_ = 0;    // response bytes delivered while the client was backed up
+  http::ResponseHead head_;       // the response head (or a 1xx) being received
+  http::HeaderBlock trailers_;
+  Http2Fields fields_;  // the request head being submitted
+  std::string out_;     // request body bytes not yet pulled into DATA
+  std::size_t out_offset_ = 0;
+};
+
+}  // namespace sluice::proxy::session

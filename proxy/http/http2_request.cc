@@ -196,6 +196,11 @@ Http2RequestBuilder::Outcome Http2RequestBuilder::finish(bool end_stream) {
   head_.expect_continue = expect && ascii::iequals(*expect, "100-continue");
   head_.upgrade_requested = false;
   head_.websocket_upgrade = false;
+  if (connect && protocol_.present && text(protocol_) == "websocket") {
+    head_.method = "GET";  // the HTTP/1.1 form's method: the policy decides both forms alike
+    head_.upgrade_requested = true;
+    head_.websocket_upgrade = true;
+  }
   // :authority is the Host; a host field beside it must name the same (docs/wire.md#the-invariant).
   if (authority_.present) {
     head_.host = text(authority_);
@@ -207,7 +212,10 @@ Http2RequestBuilder::Outcome Http2RequestBuilder::finish(bool end_stream) {
     head_.host = {};
     head_.host_count = 0;
   }
-  if (end_stream) {
+  if (head_.websocket_upgrade && !content_length_) {
+    head_.framing = BodyFraming::None;  // DATA are the WebSocket's bytes, not a body
+    head_.content_length = 0;
+  } else if (end_stream) {
     head_.framing = content_length_ ? BodyFraming::ContentLength : BodyFraming::None;
     head_.content_length = content_length_.value_or(0);
   } else if (content_length_) {
@@ -217,9 +225,14 @@ Http2RequestBuilder::Outcome Http2RequestBuilder::finish(bool end_stream) {
     head_.framing = BodyFraming::Chunked;  // HTTP/2 has no length: chunked toward HTTP/1.1
     head_.content_length = 0;
   }
-  if (connect) {
+  if (connect && !protocol_.present) {
     refusal_ = {policy::Reason::BadRequest,
                 "CONNECT on a stream: sluice opens no tunnel inside a tunnel"};
+    return Outcome::Refused;
+  }
+  if (connect && !head_.websocket_upgrade) {
+    refusal_ = {policy::Reason::BadRequest,
+                "an extended CONNECT for a protocol other than websocket"};
     return Outcome::Refused;
   }
   if (text(scheme_) != "https") {

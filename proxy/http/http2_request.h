@@ -13,11 +13,17 @@
 //
 // A well-formed request that cannot be forwarded on this connection is a Refusal, answered
 // on the stream (403/400 with the reason): `:scheme` other than https, CONNECT without a
-// protocol, no `:authority` and no `host`, a `host` that disagrees with `:authority`.
+// protocol or with one other than websocket, no `:authority` and no `host`, a `host` that
+// disagrees with `:authority`.
 //
-// `:authority` is the Host (docs/wire.md#the-invariant, 3): the head's `host` is it, and a `host` field beside it
-// is checked and dropped. Cookie fields are joined with "; " (RFC 9113 §8.2.3), as an HTTP/1.1
-// origin expects them.
+// An extended CONNECT for websocket (RFC 8441) is the WebSocket upgrade HTTP/1.1 spells as a GET
+// with `Upgrade: websocket`, and is one to everything after the builder: method GET, the path as
+// its target, websocket_upgrade, no body (its DATA are the WebSocket's bytes once the origin
+// accepted: docs/wire.md#websocket). The policy then decides the two forms alike.
+//
+// `:authority` is the Host (docs/wire.md#the-invariant, 3): the head's `host` is it, and a `host`
+// field beside it is checked and dropped. Cookie fields are joined with "; " (RFC 9113 §8.2.3), as
+// an HTTP/1.1 origin expects them.
 //
 // Storage is the builder's and reused: nothing is allocated per request once it has grown.
 
@@ -58,6 +64,8 @@ class Http2RequestBuilder {
   Outcome finish(bool end_stream);
 
   const RequestHead& head() const { return head_; }
+  // The head is an extended CONNECT (RFC 8441): the stream is a WebSocket once accepted.
+  bool extendedConnect() const { return head_.websocket_upgrade; }
   const Http2Refusal& refusal() const { return refusal_; }
   // What the head showed, for the record of a refusal: the method, :path and :authority (empty
   // when absent).

@@ -160,6 +160,7 @@ bool Exchange::takesBody() const {
     case ExchangeState::SendingRequest:
     case ExchangeState::RespondingWhileSending:
     case ExchangeState::FinishingRequest:
+    case ExchangeState::Tunneling:  // the WebSocket's bytes (an HTTP/1.1 codec relays them raw)
       return true;
     default:
       return false;  // deciding, or waiting for an upstream: the body waits

@@ -1,8 +1,11 @@
 #include "proxy/session/http1_upstream.h"
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include <utility>
+#include <vector>
 
 #include "proxy/http/head_writer.h"
 
@@ -42,7 +45,19 @@ void Http1Upstream::sendHead(const http::RequestHead& head, std::string_view tar
   if (scratch_.capacity() < kHeadReserve) {
     scratch_.reserve(kHeadReserve);  // one allocation, not one per doubling, for a fresh buffer
   }
-  http::writeRequestHead(scratch_, head, target, host, inject, upgrade_);
+  if (upgrade_ == http::Upgrade::WebSocket && !head.headers.find("sec-websocket-key")) {
+    // The HTTP/2 form (RFC 8441) carries no key: its HTTP/1.1 handshake gets one of sluice's
+    // (RFC 6455 §4.1: 16 random bytes, base64), beside the rule's injected fields.
+    unsigned char nonce[16];
+    char key[25];
+    RAND_bytes(nonce, sizeof nonce);
+    EVP_EncodeBlock(reinterpret_cast<unsigned char*>(key), nonce, sizeof nonce);
+    std::vector<http::HeaderField> fields(inject.begin(), inject.end());
+    fields.push_back({"Sec-WebSocket-Key", std::string_view(key, 24)});
+    http::writeRequestHead(scratch_, head, target, host, fields, upgrade_);
+  } else {
+    http::writeRequestHead(scratch_, head, target, host, inject, upgrade_);
+  }
   send(scratch_);
   wipeIfSecret(scratch_);
 }

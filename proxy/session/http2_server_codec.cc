@@ -156,6 +156,8 @@ nghttp2_session* Http2ServerCodec::newServerSession(const nghttp2_session_callba
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(max_header_bytes)},
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      // RFC 8441: WebSocket over a stream (extended CONNECT), decided like the HTTP/1.1 upgrade.
+      {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},
   };
   if (nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, settings, std::size(settings)) != 0 ||
       nghttp2_session_set_local_window_size(session, NGHTTP2_FLAG_NONE, 0, kConnectionWindow) !=

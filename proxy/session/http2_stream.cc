@@ -172,6 +172,11 @@ void Http2Stream::onHead(bool end_stream) {
 }
 
 bool Http2Stream::takesBody() const {
+  if (request_.extendedConnect()) {
+    // The DATA of a WebSocket are its bytes: they wait for the origin's 101, as an HTTP/1.1
+    // client's bytes after its upgrade request do.
+    return exchange_.state() == ExchangeState::Tunneling && !exchange_.upstreamBackedUp();
+  }
   return exchange_.takesBody() &&
          (exchange_.state() == ExchangeState::HoldingBody || !exchange_.upstreamBackedUp());
 }
@@ -225,6 +230,10 @@ void Http2Stream::deliverHeld() {
   if (life_ != Life::Open || !exchange_.inFlight()) {
     return;
   }
+  if (request_.extendedConnect()) {
+    relayWebSocket();
+    return;
+  }
   if (!held_.empty() && takesBody()) {
     // Handed over whole: the exchange holds or forwards it (the upstream queue takes what it
     // cannot write at once); the window goes back for all of it.
@@ -242,6 +251,31 @@ void Http2Stream::deliverHeld() {
   }
   if (!closing() && exchange_.holdingDone()) {
     exchange_.finishHolding();
+  }
+}
+
+// An extended CONNECT (docs/wire.md#websocket): its head is the whole upgrade request (the
+// exchange hears its end as soon as it forwards it); once the origin switched, DATA go to it as
+// the WebSocket's bytes, and the client's END_STREAM ends the client's side of it.
+void Http2Stream::relayWebSocket() {
+  if (exchange_.state() == ExchangeState::SendingRequest) {
+    exchange_.onRequestEnd();
+  }
+  if (closing() || exchange_.state() != ExchangeState::Tunneling) {
+    return;
+  }
+  if (!held_.empty() && takesBody()) {
+    const std::size_t n = held_.size();
+    exchange_.onRequestBody(std::span<const char>(held_.data(), n));
+    held_.clear();
+    if (closing()) {
+      return;
+    }
+    nghttp2_session_consume(session(), id_, n);
+  }
+  if (held_.empty() && request_side_ == RequestSide::Ended) {
+    request_side_ = RequestSide::Delivered;
+    exchange_.onClientClosed();
   }
 }
 
@@ -339,14 +373,17 @@ void Http2Stream::sendResponseHead(const http::ResponseHead& head, SecretMask& m
   fields_.clear();
   fields_.reserve(256);
   char status[12];  // any int
-  const std::to_chars_result written = std::to_chars(status, status + sizeof status, head.status);
+  // (A 101 to a WebSocket is a 200 on a stream: RFC 8441 §5.)
+  const int shown = head.framing == http::ResponseFraming::Switched ? 200 : head.status;
+  const std::to_chars_result written = std::to_chars(status, status + sizeof status, shown);
   fields_.add(":status", std::string_view(status, static_cast<std::size_t>(written.ptr - status)));
   for (std::size_t i = 0; i < head.headers.size(); ++i) {
     const std::string_view name = head.headers.name(i);
     std::string_view value = head.headers.value(i);
     // What HTTP/1.1 says about its own connection is not HTTP/2's (RFC 9113 §8.2.2); the length
     // stays (it is the body's, and nghttp2 checks nothing of it on a response we send).
-    if (http::isHopByHop(name) || http::ascii::iequals(name, "host")) {
+    if (http::isHopByHop(name) || http::ascii::iequals(name, "host") ||
+        http::ascii::iequals(name, "sec-websocket-accept")) {
       continue;
     }
     if (mask.active()) {
@@ -356,6 +393,13 @@ void Http2Stream::sendResponseHead(const http::ResponseHead& head, SecretMask& m
       value = masked_;
     }
     fields_.addChecked(name, value);  // an origin's field HTTP/2 cannot carry is not passed on
+  }
+  if (head.framing == http::ResponseFraming::Switched) {
+    // RFC 8441 §5: the origin's 101 is a 2xx on the stream, which stays open for the WebSocket
+    // (its upgrade fields went with the hop-by-hop ones; the accept key was the HTTP/1.1
+    // handshake's, between sluice and the origin).
+    submitHead(200, true);
+    return;
   }
   if (head.status < 200) {
     submitHead(head.status, false);
@@ -455,8 +499,9 @@ int Http2Stream::sendDenial(policy::Reason reason, std::string_view detail) {
 }
 
 void Http2Stream::switchedProtocols() {
-  // No WebSocket is asked for over HTTP/2 before extended CONNECT is offered: never reached.
-  resetStream(NGHTTP2_INTERNAL_ERROR);
+  // The origin's 101 went out as a 200 that leaves the stream open (sendResponseHead); what the
+  // client sent meanwhile is the WebSocket's first bytes.
+  deliverHeld();
 }
 
 // ---------------------------------------------------------------------------------------------

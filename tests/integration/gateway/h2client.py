@@ -19,7 +19,9 @@ connection) and are reopened with WINDOW_UPDATE only as the data is consumed, so
 larger than a window arrives whole only if sluice waits for the updates; `hold_window` stops
 the reopening (a stream held in flight by flow control) until release_window(); `hold_streams`
 does it for the streams it names only, and start(conn_window=N) grants the connection a larger
-window, so that a held stream cannot hold the others up through it. GOAWAY frames
+window, so that a held stream cannot hold the others up through it. `extended_connect` opens
+an RFC 8441 stream (`:protocol`) once sluice's SETTINGS are in (`settings_received`); its
+DATA both ways are sent with send_body(..., end=False) and read from the Stream. GOAWAY frames
 are taken out before h2 sees them and kept in `terminated`: h2 4.1 closes its connection on a
 GOAWAY and would refuse the frames of the streams a graceful shutdown lets finish.
 """
@@ -124,6 +126,7 @@ class H2Tunnel:
         self.conn = None
         self.streams = {}
         self.remote_settings_seen = False
+        self.settings_received = {}  # {setting code: value} from sluice's SETTINGS frames
         self.terminated = None      # the Goaway sluice sent, if any
         self._rx = bytearray()      # received bytes not yet a whole frame
         self.hold_window = False    # True: read DATA but reopen no window until released
@@ -220,6 +223,8 @@ class H2Tunnel:
             self._stream(event.stream_id).reset = int(event.error_code)
         elif isinstance(event, h2.events.RemoteSettingsChanged):
             self.remote_settings_seen = True
+            for code, changed in event.changed_settings.items():
+                self.settings_received[int(code)] = changed.new_value
 
     def release_window(self):
         """Reopen the windows for every DATA byte read so far (WINDOW_UPDATE, as h2 sees fit:
@@ -263,6 +268,18 @@ class H2Tunnel:
         if body:
             self.send_body(stream_id, body, end)
         return stream_id
+
+    def extended_connect(self, path, protocol="websocket", authority=None, headers=()):
+        """Open an RFC 8441 extended CONNECT stream (`:method CONNECT`, `:protocol`, `:scheme
+        https`, `:authority`, `:path`, then `headers`), left open for DATA both ways
+        (send_body(..., end=False)). Reads sluice's SETTINGS first: a client may send
+        `:protocol` only once the server has advertised SETTINGS_ENABLE_CONNECT_PROTOCOL
+        (RFC 8441 §3; h2 4.1 does not check it, `settings_received` has what came)."""
+        self.read_until(lambda: self.remote_settings_seen, "sluice's SETTINGS")
+        return self.request(None, None, end=False, raw=[
+            (":method", "CONNECT"), (":protocol", protocol), (":scheme", "https"),
+            (":authority", self.authority if authority is None else authority),
+            (":path", path)] + list(headers))
 
     def send_body(self, stream_id, data, end=True):
         """DATA frames of at most the peer's frame size and only within the windows it

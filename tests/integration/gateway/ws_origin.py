@@ -1,14 +1,17 @@
 """A WebSocket origin (python3-websockets 10.4, the library Debian ships) for the tests of
 docs/wire.md#websocket: TLS with a leaf of the bed's test CA, on its own loopback address, in a
-thread of the test process with its own asyncio loop. It records each handshake it accepted
-(path and request headers) and serves three paths:
+thread of the test process with its own asyncio loop. It records each request for a feed it
+read (path and request headers, before the handshake is checked) and serves three paths:
 
   /feed/echo      each text message comes back as "echo:<message>"
   /feed/push      sends "tick-0".."tick-<n-1>" spaced by `push_gap` seconds, then closes
   /feed/close     closes at once with code 4001
 Anything else is refused with 404 before the upgrade. With `alpn` (a list) its TLS selects the
 first protocol of that list a client offers, e.g. h2 before http/1.1, like an origin that also
-speaks HTTP/2, and `alpns` keeps what each session's handshake selected."""
+speaks HTTP/2, and `alpns` keeps what each session's handshake selected. With `subprotocols`
+it selects the first of them the client offers (Sec-WebSocket-Protocol). `closes` keeps, for
+each session once its connection is gone, the path and the close code and reason the client
+sent (1006 and "" when no close frame came)."""
 import asyncio
 import http
 import ssl
@@ -21,9 +24,13 @@ NAME = "ws.test"
 
 
 class WsOrigin:
-    def __init__(self, pki, push_count=3, push_gap=0.3, alpn=None):
-        self.handshakes = []  # (path, {lower-case header: value}) of each accepted upgrade
+    def __init__(self, pki, push_count=3, push_gap=0.3, alpn=None, subprotocols=None):
+        # (path, {lower-case header: value}) of each request for a feed, logged before its
+        # handshake is checked (so a request that reached the origin is here, upgrade or not)
+        self.handshakes = []
         self.alpns = []  # the ALPN protocol (or None) each session's TLS handshake selected
+        self.closes = []  # (path, code, reason) of the client's close, each ended session
+        self.subprotocols = subprotocols
         self.push_count = push_count
         self.push_gap = push_gap
         leaf = pki.test_ca.issue("ws-origin", NAME, dns=[NAME])
@@ -43,7 +50,8 @@ class WsOrigin:
     def _run(self):
         asyncio.set_event_loop(self._loop)
         self._server = self._loop.run_until_complete(websockets.serve(
-            self._handle, ADDRESS, 0, ssl=self._ctx, process_request=self._check))
+            self._handle, ADDRESS, 0, ssl=self._ctx, process_request=self._check,
+            subprotocols=self.subprotocols))
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
         self._loop.run_forever()
@@ -60,6 +68,8 @@ class WsOrigin:
             await self._serve(ws, path)
         except websockets.WebSocketException:
             pass  # a client that broke the protocol (a test's raw bytes): the session is over
+        await ws.wait_closed()
+        self.closes.append((path, ws.close_code, ws.close_reason))
 
     async def _serve(self, ws, path):
         if path.startswith("/feed/echo"):

@@ -102,6 +102,27 @@ TEST(Http2Request, AHostFieldAloneIsTheHost) {
   EXPECT_EQ(b.head().host, "pkg.test");
 }
 
+// RFC 8441: an extended CONNECT for websocket is the HTTP/1.1 form's GET with Upgrade, so the
+// policy decides both alike (docs/wire.md#websocket); its DATA are no body.
+TEST(Http2Request, AnExtendedConnectForWebSocketIsTheUpgradeAGetAsks) {
+  Http2RequestBuilder b;
+  const Fields fields = {{":method", "CONNECT"},    {":protocol", "websocket"},
+                         {":scheme", "https"},      {":authority", "ws.test:8443"},
+                         {":path", "/chat?room=1"}, {"sec-websocket-version", "13"}};
+  ASSERT_EQ(build(b, fields, false), Outcome::Ready);
+  const RequestHead& h = b.head();
+  EXPECT_TRUE(b.extendedConnect());
+  EXPECT_EQ(h.method, "GET");
+  EXPECT_EQ(h.origin_target, "/chat?room=1");
+  EXPECT_EQ(h.host, "ws.test:8443");
+  EXPECT_TRUE(h.websocket_upgrade);
+  EXPECT_TRUE(h.upgrade_requested);
+  EXPECT_EQ(h.framing, BodyFraming::None);
+  EXPECT_FALSE(h.is_connect);
+  ASSERT_EQ(build(b, kGet, false), Outcome::Ready);  // the next stream is no upgrade
+  EXPECT_FALSE(b.extendedConnect());
+}
+
 TEST(Http2Request, WellFormedButNotForwardedIsRefusedOnTheStream) {
   struct Case {
     const char* name;
@@ -117,6 +138,13 @@ TEST(Http2Request, WellFormedButNotForwardedIsRefusedOnTheStream) {
        policy::Reason::HostMissing},
       {"CONNECT",
        {{":method", "CONNECT"}, {":authority", "evil.test:443"}},
+       policy::Reason::BadRequest},
+      {"extended CONNECT for another protocol",
+       {{":method", "CONNECT"},
+        {":protocol", "connect-udp"},
+        {":scheme", "https"},
+        {":authority", "a"},
+        {":path", "/"}},
        policy::Reason::BadRequest},
   };
   Http2RequestBuilder b;

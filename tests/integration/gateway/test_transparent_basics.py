@@ -113,3 +113,28 @@ def test_the_audit_log_is_intact_and_all_transparent(env):
     for rec in env.audit.records():
         assert rec["mode"] == "transparent" and rec["sandbox"] == SANDBOX, rec
         assert rec["orig_dst"] is not None, rec
+
+
+def test_h2_on_a_redirected_connection_is_decided_per_stream(env):
+    """HTTP/2 in transparent mode (docs/wire.md#http2): curl --http2 inside the sandbox, no
+    proxy; the redirected connection's TLS agrees h2 (ALPN), H is the SNI, and each stream is a
+    request of its own: the allowed one is on record with proto "h2", and a stream whose
+    :authority names another host than the SNI (curl puts a Host header there) is 403
+    host_mismatch on its stream and never reaches any origin."""
+    m = env.mark()
+    url = "https://allowed.test/whoami.txt?m=%s" % m.marker
+    r = env.curl(url, "--http2")
+    assert (r.rc, r.http_code, r.body) == (0, 200, b"allowed.test\n"), (r.rc, r.stderr)
+    rec = env.audit.one(m.audit)
+    check_record(env, rec, "%s:443" % env.gw, "allow", None, "allowed.test", "allowed.test",
+                 200, rule="cdn", url=url, method="GET", proto="h2")
+    denied = env.mark()
+    url = "https://allowed.test/whoami.txt?m=%s" % denied.marker
+    r = env.curl(url, "--http2", "-H", "Host: attacker.test")
+    assert (r.rc, r.http_code) == (0, 403), (r.rc, r.stderr)
+    assert r.sluice_reason == "host_mismatch", r.blocks
+    rec = env.audit.one(denied.audit)
+    check_record(env, rec, "%s:443" % env.gw, "deny", "host_mismatch", "allowed.test", ...,
+                 403, proto="h2", upstream=None)
+    assert env.cdn_hits(denied.marker) == []
+    denied.canaries.assert_untouched()

@@ -113,6 +113,9 @@ void Exchange::startForwarding() {
   // Credential brokering: the rule's headers replace the sandbox's.
   injectedFields(matched_rule_, *host_.generation().secrets, inject_fields_);
   channel_->sendHead(*head_, record_.origin_target, host_value, inject_fields_);
+  if (state_ != ExchangeState::SendingRequest || host_.closing()) {
+    return;  // the channel failed at once (a write, a stream it could not open): answered
+  }
   if (!held_body_.empty()) {
     // What HoldingBody read, in the framing sluice forwards with, ahead of the rest.
     channel_->sendBody(held_body_);

@@ -18,22 +18,31 @@ namespace {
 constexpr std::size_t kMaxSettings = 32;
 constexpr std::size_t kMaxContinuations = 8;
 
-ssize_t readRequestBody(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
-                        std::uint32_t* flags, nghttp2_data_source* source, void*) {
-  bool eof = false;
-  const long n = static_cast<Http2UpstreamStream*>(source->ptr)->readRequest(buf, length, eof);
-  if (eof) {
-    *flags |= NGHTTP2_DATA_FLAG_EOF;
-  }
-  return n;
-}
-
 }  // namespace
 
 // nghttp2's callbacks, each forwarding to the stream it names, corked on that stream's client.
 struct Http2UpstreamSession::Callbacks {
   static Http2UpstreamSession& self(void* user_data) {
     return *static_cast<Http2UpstreamSession*>(user_data);
+  }
+
+  // nghttp2 pulls a request's DATA. The stream is looked up by its id, never kept as the data
+  // source's pointer: a stream let go (its exchange over, its object reused for the next request
+  // or freed) while nghttp2 still held its DATA is no longer in the map, and nghttp2 resets it
+  // instead of reading another request's bytes, or freed memory.
+  static ssize_t readRequestBody(nghttp2_session*, std::int32_t stream_id, std::uint8_t* buf,
+                                 std::size_t length, std::uint32_t* flags, nghttp2_data_source*,
+                                 void* user_data) {
+    Http2UpstreamStream* stream = self(user_data).streamOf(stream_id);
+    if (stream == nullptr) {
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    bool eof = false;
+    const long n = stream->readRequest(buf, length, eof);
+    if (eof) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;
+    }
+    return n;
   }
 
   static int onHeader(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
@@ -45,8 +54,13 @@ struct Http2UpstreamSession::Callbacks {
     }
     const std::string_view n(reinterpret_cast<const char*>(name), name_length);
     const std::string_view v(reinterpret_cast<const char*>(value), value_length);
-    // Over max_header_bytes: nghttp2 resets the stream, whose close fails the exchange.
-    return stream->onField(n, v) ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    if (stream->onField(n, v)) {
+      return 0;
+    }
+    // Over max_header_bytes: the exchange fails (502, or a cut), then nghttp2 resets the stream.
+    Cork cork(stream->host());
+    stream->onHeadTooLarge();
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
 
   static int onFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
@@ -120,6 +134,39 @@ Http2UpstreamSession::~Http2UpstreamSession() {
   }
 }
 
+nghttp2_session* Http2UpstreamSession::newClientSession(const nghttp2_session_callbacks* callbacks,
+                                                        void* user_data,
+                                                        std::size_t max_header_bytes) {
+  nghttp2_option* option = nullptr;
+  if (nghttp2_option_new(&option) != 0) {
+    return nullptr;
+  }
+  // Stream windows go back only as the client takes the bytes (Http2UpstreamStream::setReading).
+  nghttp2_option_set_no_auto_window_update(option, 1);
+  nghttp2_option_set_max_settings(option, kMaxSettings);
+  nghttp2_option_set_max_continuations(option, kMaxContinuations);
+  // Until the origin's SETTINGS say otherwise, as few streams as any origin allows.
+  nghttp2_option_set_peer_max_concurrent_streams(option, kMaxStreams);
+  nghttp2_session* session = nullptr;
+  const int rv = nghttp2_session_client_new2(&session, callbacks, user_data, option);
+  nghttp2_option_del(option);
+  if (rv != 0) {
+    return nullptr;
+  }
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(max_header_bytes)},
+  };
+  if (nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, settings, std::size(settings)) != 0 ||
+      nghttp2_session_set_local_window_size(session, NGHTTP2_FLAG_NONE, 0, kConnectionWindow) !=
+          0) {
+    nghttp2_session_del(session);
+    return nullptr;
+  }
+  return session;
+}
+
 bool Http2UpstreamSession::start() {
   nghttp2_session_callbacks* callbacks = nullptr;
   if (nghttp2_session_callbacks_new(&callbacks) != 0) {
@@ -129,31 +176,9 @@ bool Http2UpstreamSession::start() {
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Callbacks::onFrameRecv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Callbacks::onDataChunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Callbacks::onStreamClose);
-  nghttp2_option* option = nullptr;
-  if (nghttp2_option_new(&option) != 0) {
-    nghttp2_session_callbacks_del(callbacks);
-    return false;
-  }
-  nghttp2_option_set_no_auto_window_update(option, 1);
-  nghttp2_option_set_max_settings(option, kMaxSettings);
-  nghttp2_option_set_max_continuations(option, kMaxContinuations);
-  // Until the origin's SETTINGS say otherwise, as few streams as any origin allows.
-  nghttp2_option_set_peer_max_concurrent_streams(option, kMaxStreams);
-  const int rv = nghttp2_session_client_new2(&session_, callbacks, this, option);
-  nghttp2_option_del(option);
+  session_ = newClientSession(callbacks, this, max_header_bytes_);
   nghttp2_session_callbacks_del(callbacks);
-  if (rv != 0) {
-    session_ = nullptr;
-    return false;
-  }
-  const nghttp2_settings_entry settings[] = {
-      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(max_header_bytes_)},
-  };
-  if (nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)) != 0 ||
-      nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow) !=
-          0) {
+  if (session_ == nullptr) {
     return false;
   }
   connection_->stream.startReading();
@@ -180,8 +205,7 @@ Http2UpstreamStream* Http2UpstreamSession::streamOf(std::int32_t id) const {
 std::int32_t Http2UpstreamSession::submitRequest(Http2UpstreamStream& stream,
                                                  std::span<const nghttp2_nv> nva, bool with_body) {
   nghttp2_data_provider provider{};
-  provider.source.ptr = &stream;
-  provider.read_callback = readRequestBody;
+  provider.read_callback = Callbacks::readRequestBody;
   const std::int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(),
                                                  with_body ? &provider : nullptr, nullptr);
   if (id > 0) {
@@ -327,6 +351,13 @@ void Http2UpstreamSession::reportDrained() {
   }
 }
 
+void Http2UpstreamSession::retireWhenIdle() {
+  if (phase_ == Phase::Open) {
+    phase_ = Phase::GoingAway;  // no new stream; those in flight finish (as after a GOAWAY)
+  }
+  maybeRetire();
+}
+
 void Http2UpstreamSession::maybeRetire() {
   if (phase_ == Phase::GoingAway && streams_.empty()) {
     end({});
@@ -434,7 +465,7 @@ void Http2UpstreamSessions::endWhere(const std::function<bool(const UpstreamKey&
     }
   }
   for (Http2UpstreamSession* session : going) {
-    session->end("the configuration changed");
+    session->retireWhenIdle();
   }
 }
 

@@ -60,6 +60,11 @@ class Http2UpstreamSession final : private io::TcpStream::Handler {
   Http2UpstreamSession(const Http2UpstreamSession&) = delete;
   Http2UpstreamSession& operator=(const Http2UpstreamSession&) = delete;
 
+  // nghttp2's client session as sluice runs it toward origins (its options, SETTINGS and
+  // windows), with `callbacks`; shared with tests/fuzz/fuzz_http2_origin_frames.cc. Null if
+  // nghttp2 could not set it up.
+  static nghttp2_session* newClientSession(const nghttp2_session_callbacks* callbacks,
+                                           void* user_data, std::size_t max_header_bytes);
   // The client preface and SETTINGS; false if nghttp2 could not be set up.
   bool start();
   const UpstreamKey& key() const { return connection_->key; }
@@ -95,6 +100,9 @@ class Http2UpstreamSession final : private io::TcpStream::Handler {
   // --- from the registry
   // Ends it: `why` for the streams still on it (empty: they are let go without an event).
   void end(std::string_view why);
+  // Takes no new stream and ends once the streams in flight have (a reload that made its key
+  // unusable: the requests already on it finish, as on a connection from the pool).
+  void retireWhenIdle();
 
  private:
   struct Callbacks;
@@ -143,7 +151,8 @@ class Http2UpstreamSessions {
   // connection is closed).
   Http2UpstreamSession* adopt(std::unique_ptr<UpstreamConnection> connection,
                               std::size_t max_header_bytes);
-  // Ends the sessions whose key no request will ask for again (a reload).
+  // Retires the sessions whose key no request will ask for again (a reload): at once when
+  // idle, else once their streams in flight have finished.
   void endWhere(const std::function<bool(const UpstreamKey&)>& unusable);
   // How long a session without streams lives (the pool's idle time).
   void setIdle(std::chrono::milliseconds idle) { idle_ = idle; }

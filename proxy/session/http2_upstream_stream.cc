@@ -18,8 +18,6 @@ namespace {
 
 // Room for a typical request head in a fresh field buffer.
 constexpr std::size_t kHeadReserve = 512;
-// What one field costs against max_header_bytes besides its bytes (RFC 9113 §6.5.2's 32).
-constexpr std::size_t kFieldOverhead = 32;
 
 // Whether a request's TE field asks for trailers: gRPC's origins want "te: trailers", the one
 // TE value HTTP/2 carries (RFC 9113 §8.2.2); the rest of TE is the client's hop's.
@@ -49,7 +47,9 @@ bool asksForTrailers(const http::HeaderBlock& headers) {
 
 Http2UpstreamStream::Http2UpstreamStream(ExchangeHost& host, UpstreamEvents& events,
                                          std::size_t max_header_bytes)
-    : host_(host), events_(events), max_header_bytes_(max_header_bytes) {}
+    : host_(host), events_(events) {
+  response_head_.setMaxListBytes(max_header_bytes);
+}
 
 Http2UpstreamStream::~Http2UpstreamStream() { detach(); }
 
@@ -60,19 +60,13 @@ void Http2UpstreamStream::attachTo(Http2UpstreamSession& session, std::string_vi
   secret_ = false;
   body_ = false;
   request_ended_ = false;
+  request_sent_ = false;
   request_backed_up_ = false;
   reading_ = true;
   wants_flush_ = false;
   response_ = Response::AwaitingHead;
-  has_trailers_ = false;
-  header_bytes_ = 0;
   unconsumed_ = 0;
-  head_.status = 0;
-  head_.framing = http::ResponseFraming::None;
-  head_.has_content_length = false;
-  head_.content_length = 0;
-  head_.headers.clear();  // (keeps its capacity)
-  trailers_.clear();
+  response_head_.reset(head_request_);
   out_.clear();
   out_offset_ = 0;
 }
@@ -88,6 +82,7 @@ void Http2UpstreamStream::sendHead(const http::RequestHead& head, std::string_vi
   secret_ = !inject.empty();
   body_ = head.framing != http::BodyFraming::None;
   request_ended_ = !body_;
+  request_sent_ = !body_;  // (a bodiless request's HEADERS end the stream)
   fields_.clear();
   fields_.reserve(kHeadReserve);
   fields_.add(":method", head.method);
@@ -173,6 +168,7 @@ long Http2UpstreamStream::readRequest(std::uint8_t* buf, std::size_t length, boo
     out_offset_ = 0;
     if (request_ended_) {
       eof = true;
+      request_sent_ = true;
       return static_cast<long>(n);
     }
     if (n == 0) {
@@ -216,75 +212,34 @@ void Http2UpstreamStream::setReading(bool reading) {
 }
 
 bool Http2UpstreamStream::onField(std::string_view name, std::string_view value) {
-  header_bytes_ += name.size() + value.size() + kFieldOverhead;
-  if (header_bytes_ > max_header_bytes_) {
-    return false;
-  }
-  if (response_ == Response::Body) {
-    response_ = Response::Trailers;  // a HEADERS block after the final head
-  }
-  if (!name.empty() && name.front() == ':') {
-    if (name == ":status" && response_ == Response::AwaitingHead) {
-      int status = 0;
-      std::from_chars(value.data(), value.data() + value.size(), status);
-      head_.status = status;  // (nghttp2 checked it is three digits)
-    }
-    return true;
-  }
-  if (response_ == Response::Trailers) {
-    trailers_.add(name, value);
-  } else if (response_ == Response::AwaitingHead) {
-    head_.headers.add(name, value);
-  }
-  return true;
+  return response_head_.add(name, value);
 }
 
 void Http2UpstreamStream::onHeadersEnd(bool end_stream) {
-  header_bytes_ = 0;
   host_.noteProgress();  // (idle_timeout counts from the origin's last sign of life too)
-  if (response_ == Response::Trailers) {
-    has_trailers_ = true;
-    if (end_stream) {
+  if (response_ == Response::Complete || response_ == Response::Failed) {
+    return;
+  }
+  switch (response_head_.finish(end_stream)) {
+    case http::Http2ResponseBuilder::Block::Interim:
+      events_.onInterimHead(response_head_.head());  // (no 101 in HTTP/2: nghttp2 refuses it)
+      return;
+    case http::Http2ResponseBuilder::Block::Final:
+      response_ = Response::Body;
+      if (session_ != nullptr) {
+        session_->rememberTlsSession();
+      }
+      events_.onResponseHead(response_head_.head());
+      if (end_stream && response_ == Response::Body) {
+        onEndStream();
+      }
+      return;
+    case http::Http2ResponseBuilder::Block::Trailers:
       onEndStream();
-    }
-    return;
-  }
-  if (response_ != Response::AwaitingHead) {
-    return;
-  }
-  if (head_.status < 200) {
-    events_.onInterimHead(head_);  // (no 101 in HTTP/2: nghttp2 refuses it)
-    head_.headers.clear();
-    head_.status = 0;
-    return;
-  }
-  head_.http_major = 2;
-  head_.http_minor = 0;
-  head_.keep_alive = true;
-  if (auto length = head_.headers.find("content-length")) {
-    head_.has_content_length = http::detail::parseContentLength(*length, head_.content_length);
-  }
-  if (head_request_ || head_.status == 204 || head_.status == 304) {
-    head_.framing = http::ResponseFraming::None;
-  } else if (end_stream) {
-    // A head that ends the stream has no body (gRPC's trailers-only answer among them): an
-    // HTTP/2 client gets one HEADERS that ends its stream too (a gRPC client reads an empty
-    // DATA after it as a call without a status), an HTTP/1.1 client Content-Length: 0.
-    head_.has_content_length = true;
-    head_.content_length = 0;
-    head_.framing = http::ResponseFraming::ContentLength;
-  } else if (head_.has_content_length) {
-    head_.framing = http::ResponseFraming::ContentLength;
-  } else {
-    head_.framing = http::ResponseFraming::Chunked;  // the body ends with the stream
-  }
-  response_ = Response::Body;
-  if (session_ != nullptr) {
-    session_->rememberTlsSession();
-  }
-  events_.onResponseHead(head_);
-  if (end_stream && response_ == Response::Body) {
-    onEndStream();
+      return;
+    case http::Http2ResponseBuilder::Block::Invalid:
+      fail("the origin sent a HEADERS block out of place");
+      return;
   }
 }
 
@@ -308,17 +263,21 @@ void Http2UpstreamStream::onData(std::span<const char> data) {
   }
 }
 
+void Http2UpstreamStream::onHeadTooLarge() {
+  if (response_ != Response::Complete && response_ != Response::Failed) {
+    fail("the origin's header block is over max_header_bytes");
+  }
+}
+
 void Http2UpstreamStream::onEndStream() {
-  if (response_ != Response::Body && response_ != Response::Trailers) {
+  if (response_ != Response::Body) {
     return;
   }
   response_ = Response::Complete;
   events_.onResponseComplete(false);
 }
 
-const http::HeaderBlock* Http2UpstreamStream::trailers() const {
-  return has_trailers_ ? &trailers_ : nullptr;
-}
+const http::HeaderBlock* Http2UpstreamStream::trailers() const { return response_head_.trailers(); }
 
 // --- endings
 
@@ -357,8 +316,9 @@ void Http2UpstreamStream::detach() {
   session_ = nullptr;
   countActive(false);
   // A stream whose both sides ended closes on its own; any other is reset: nobody reads its
-  // answer, or its request will never be finished.
-  session->forget(id_, !(response_ == Response::Complete && request_ended_));
+  // answer, or nghttp2 has not sent the end of its request (bytes still wait for the origin's
+  // window: once the exchange is over, nothing may pull them).
+  session->forget(id_, !(response_ == Response::Complete && request_sent_));
 }
 
 void Http2UpstreamStream::countActive(bool active) {

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "proxy/http/header_block.h"
+#include "proxy/http/http2_response.h"
 #include "proxy/session/exchange_host.h"
 #include "proxy/session/http2_fields.h"
 #include "proxy/session/upstream_channel.h"
@@ -60,8 +61,10 @@ class Http2UpstreamStream final : public UpstreamChannel {
 
   // --- from the session (nghttp2's callbacks, corked on the client's connection)
   ExchangeHost& host() { return host_; }
-  // A field of a HEADERS block; false: the block is over max_header_bytes (the stream is reset).
+  // A field of a HEADERS block; false: the block is over max_header_bytes (then
+  // onHeadTooLarge(), and nghttp2 resets the stream).
   bool onField(std::string_view name, std::string_view value);
+  void onHeadTooLarge();
   // A HEADERS block ended: a 1xx, the final head, or the trailers.
   void onHeadersEnd(bool end_stream);
   void onData(std::span<const char> data);
@@ -78,8 +81,7 @@ class Http2UpstreamStream final : public UpstreamChannel {
  private:
   enum class Response : std::uint8_t {
     AwaitingHead,  // nothing, or 1xx heads only
-    Body,          // the final head came: DATA may follow
-    Trailers,      // a HEADERS block after the final head
+    Body,          // the final head came: DATA (and perhaps trailers) may follow
     Complete,      // END_STREAM
     Failed,        // reset, malformed, or its session ended
   };
@@ -93,24 +95,21 @@ class Http2UpstreamStream final : public UpstreamChannel {
 
   ExchangeHost& host_;
   UpstreamEvents& events_;
-  std::size_t max_header_bytes_;
   Http2UpstreamSession* session_ = nullptr;
   std::int32_t id_ = -1;
   bool head_request_ = false;  // the request is a HEAD: its answer has no body
   bool secret_ = false;        // the head carries an injected secret: its bytes are wiped
   bool body_ = false;          // the request has a body (DATA follows its HEADERS)
-  bool request_ended_ = false;
+  bool request_ended_ = false;  // the exchange sent the request's end (sendEnd)
+  bool request_sent_ = false;   // nghttp2 took the request's end (END_STREAM went or is queued)
   // backedUp() said yes: the session tells it when the writes drained.
   mutable bool request_backed_up_ = false;
   bool reading_ = true;
   bool wants_flush_ = false;  // submitted while corked
-  bool has_trailers_ = false;
   bool counted_ = false;
   Response response_ = Response::AwaitingHead;
-  std::size_t header_bytes_ = 0;  // of the HEADERS block being received
   std::size_t unconsumed_ = 0;    // response bytes delivered while the client was backed up
-  http::ResponseHead head_;       // the response head (or a 1xx) being received
-  http::HeaderBlock trailers_;
+  http::Http2ResponseBuilder response_head_;  // the response as it comes
   Http2Fields fields_;  // the request head being submitted
   std::string out_;     // request body bytes not yet pulled into DATA
   std::size_t out_offset_ = 0;

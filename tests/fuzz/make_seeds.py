@@ -217,10 +217,143 @@ def http2_frames():
         write("fuzz_http2_frames", n, data)
 
 
+# --- fuzz_http2_origin_frames: an origin's frames to sluice's client session, which has opened
+# streams 1 (GET), 3 (HEAD) and 5 (POST, its body half sent); a fourth (GET) opens as 7 between
+# the two reads. Built frame by frame (one HPACK encoder per connection, as an origin has), so
+# that what a real server library would refuse to send can be sent; the last byte chooses the
+# cut between the reads, and cut_here() sets it with a PING at the end ---
+def http2_origin_frames():
+    import hpack
+
+    DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = \
+        0, 1, 3, 4, 6, 7, 8, 9
+    END_STREAM, ACK, END_HEADERS = 0x1, 0x1, 0x4
+
+    def frame(ftype, flags, sid, payload=b""):
+        return (struct.pack(">I", len(payload))[1:] + bytes([ftype, flags])
+                + struct.pack(">I", sid) + payload)
+
+    class Origin:
+        def __init__(self, settings=((3, 100), (4, 65535))):
+            self.enc = hpack.Encoder()
+            entries = b"".join(struct.pack(">HI", k, v) for k, v in settings)
+            # Its SETTINGS first, then the ACK of sluice's.
+            self.out = frame(SETTINGS, 0, 0, entries) + frame(SETTINGS, ACK, 0)
+
+        def headers(self, sid, fields, end_stream=False, pieces=1):
+            block = self.enc.encode(fields)
+            flags = END_STREAM if end_stream else 0
+            if pieces == 1:
+                self.out += frame(HEADERS, flags | END_HEADERS, sid, block)
+                return self
+            step = max(1, len(block) // pieces)
+            parts = [block[i:i + step] for i in range(0, len(block), step)]
+            self.out += frame(HEADERS, flags, sid, parts[0])
+            for i, part in enumerate(parts[1:], 2):
+                self.out += frame(CONTINUATION, END_HEADERS if i == len(parts) else 0, sid, part)
+            return self
+
+        def data(self, sid, payload, end_stream=False):
+            self.out += frame(DATA, END_STREAM if end_stream else 0, sid, payload)
+            return self
+
+        def raw(self, data):
+            self.out += data
+            return self
+
+        def rst(self, sid, code):
+            return self.raw(frame(RST_STREAM, 0, sid, struct.pack(">I", code)))
+
+        def goaway(self, last, code=0):
+            return self.raw(frame(GOAWAY, 0, 0, struct.pack(">II", last, code)))
+
+        def window_update(self, sid, increment):
+            return self.raw(frame(WINDOW_UPDATE, 0, sid, struct.pack(">I", increment)))
+
+        def cut_here(self):
+            # The first read ends here: a PING ends the input, its last byte the cut.
+            self.cut = len(self.out)
+            assert self.cut < 256
+            return self
+
+        def wire(self):
+            if getattr(self, "cut", None) is None:
+                return self.out
+            return self.out + frame(PING, 0, 0, b"\x00" * 7 + bytes([self.cut]))
+
+    ok = [(":status", "200")]
+    seeds = {
+        "settings_only": Origin(),
+        "get_200_content_length": Origin().headers(1, ok + [("content-length", "5")])
+                                          .data(1, b"hello", True),
+        "all_three_answered": Origin()
+            .headers(1, ok + [("content-type", "text/plain")])
+            .data(1, b"chunk one, ").data(1, b"chunk two", True)
+            .headers(3, ok + [("content-length", "100")], True)
+            .headers(5, [(":status", "201"), ("content-length", "2")]).data(5, b"ok", True),
+        "interim_then_final": Origin()
+            .headers(1, [(":status", "100")])
+            .headers(1, [(":status", "103"), ("link", "</style.css>; rel=preload")])
+            .headers(1, ok + [("content-length", "3"), ("x-final", "1")]).data(1, b"abc", True),
+        "trailers": Origin()
+            .headers(5, ok + [("content-type", "application/grpc")])
+            .data(5, b"\x00\x00\x00\x00\x02hi")
+            .headers(5, [("grpc-status", "0"), ("grpc-message", "ok")], True),
+        "empty_trailers": Origin().headers(1, ok).data(1, b"body").headers(1, [], True),
+        "grpc_trailers_only": Origin().headers(
+            5, ok + [("content-type", "application/grpc"), ("grpc-status", "5"),
+                     ("grpc-message", "not found")], True),
+        "no_content_not_modified": Origin()
+            .headers(1, [(":status", "204")], True)
+            .headers(3, [(":status", "304"), ("content-length", "42"), ("etag", '"v1"')], True),
+        "head_answer_with_length": Origin().headers(3, ok + [("content-length", "1000")], True),
+        "rst_stream": Origin().headers(1, ok).data(1, b"partial")
+            .rst(1, 8).rst(3, 7).headers(5, [(":status", "500")], True),
+        "goaway": Origin().headers(1, ok + [("content-length", "2")]).goaway(1)
+            .data(1, b"ok", True),
+        "continuation": Origin()
+            .headers(1, ok + [("x-field-%d" % i, "v" * 40) for i in range(20)], pieces=3)
+            .data(1, b"x", True),
+        "over_the_bound": Origin()
+            .headers(1, ok + [("x-big", "b" * 5000)])
+            .headers(3, ok, True),
+        "trailers_without_end_stream": Origin().headers(1, ok).data(1, b"a")
+            .headers(1, [("x-trailer", "t")]),
+        "status_below_100": Origin().headers(1, [(":status", "042")]).data(1, b"a", True),
+        "body_over_content_length": Origin().headers(1, ok + [("content-length", "2")])
+            .data(1, b"abc", True),
+        "fourth_stream": Origin().cut_here()
+            .headers(7, ok + [("content-length", "4")]).data(7, b"four", True),
+        "post_answered_early": Origin().headers(5, [(":status", "413")], True).cut_here()
+            .window_update(5, 100),
+        # A stream window of 4 bytes: the POST's rest waits for the origin's WINDOW_UPDATE.
+        "post_window_opens": Origin(settings=((3, 100), (4, 4))).cut_here()
+            .window_update(5, 100).headers(5, ok + [("content-length", "2")]).data(5, b"o"),
+        "post_answered_while_window_closed": Origin(settings=((3, 100), (4, 4))).cut_here()
+            .headers(5, ok + [("content-length", "0")], True),
+    }
+    for n, origin in seeds.items():
+        write("fuzz_http2_origin_frames", n, origin.wire())
+    # Regressions, as the fuzz target's reads found them: a POST whose body waits for the
+    # origin's window is answered whole, then the window opens; nghttp2 must not pull the body
+    # of a stream whose exchange is over (sluice resets it instead).
+    regressions = {
+        "post_answered_then_window_opens":
+            "00000c040000000000000300000064000400000004000000040100000000000004010500000005885c8107"
+            "00000408000000000500000064000008060000000000000000000000001e",
+        "window_update_then_whole_answer":
+            "00000c04000000000000030000006400040000000400000004010000000000000408000000000500000064"
+            "000004010400000005885c81170000020001000000056f6b000008060000000000000000000000001e",
+    }
+    for n, wire in regressions.items():
+        write("fuzz_http2_origin_frames", n, bytes.fromhex(wire))
+
+
 if __name__ == "__main__":
     responses()
     chunked()
     dns_answers()
     configs()
     http2_frames()
+    http2_origin_frames()
     sys.exit(0)

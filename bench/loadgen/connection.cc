@@ -3,6 +3,7 @@
 #include <cassert>
 #include <cstdio>
 
+#include "bench/loadgen/h2_session.h"
 #include "bench/loadgen/load_thread.h"
 
 namespace sluice::loadgen {
@@ -13,7 +14,11 @@ using proxy::tls::HandshakeStatus;
 using proxy::tls::ReadStatus;
 using proxy::tls::TlsSession;
 
-Connection::Connection(LoadThread& owner, const Target& target) : owner_(owner), target_(target) {}
+Connection::Connection(LoadThread& owner, const Target& target) : owner_(owner), target_(target) {
+  if (target_.proto == Proto::H2) {
+    h2_ = std::make_unique<H2Session>(owner_, target_);
+  }
+}
 
 Connection::~Connection() = default;
 
@@ -50,6 +55,9 @@ void Connection::abandon() {
 void Connection::releaseStream() {
   assert(state_ == State::Closing);
   stream_.reset();
+  if (h2_) {
+    h2_->end();  // not in close(): that may run inside one of nghttp2's callbacks
+  }
   state_ = State::Idle;
 }
 
@@ -152,10 +160,20 @@ void Connection::driveHandshake() {
   const HandshakeStatus status = tls_->handshake();
   flushTls();
   if (status == HandshakeStatus::Done) {
+    if (h2_) {
+      startH2();
+      return;
+    }
     parser_.reset();
     sendRequest();
   } else if (status == HandshakeStatus::Failed) {
-    fail(ErrorKind::Tls, tls_->failure().detail);
+    const proxy::tls::Failure& failure = tls_->failure();
+    if (h2_ && failure.kind == proxy::tls::FailureKind::Alert &&
+        failure.alert == SSL_AD_NO_APPLICATION_PROTOCOL) {
+      fail(ErrorKind::Tls, "ALPN: the server refused h2 (" + failure.detail + ")");
+      return;
+    }
+    fail(ErrorKind::Tls, failure.detail);
   }
 }
 
@@ -177,6 +195,12 @@ void Connection::drainTls() {
     std::size_t n = 0;
     switch (tls_->read(buffer, &n)) {
       case ReadStatus::Data:
+        if (h2_) {  // a held h2 connection may get frames (PING, SETTINGS, GOAWAY)
+          if (!receiveH2(buffer.first(n))) {
+            return;
+          }
+          break;
+        }
         if (state_ == State::Holding) {
           fail(ErrorKind::Http, "bytes on a held connection");
           return;
@@ -192,6 +216,9 @@ void Connection::drainTls() {
           // OpenSSL's record buffers (33 KiB) go until the next record arrives.
           tls_->releaseBuffers();
           stream_->releaseBuffers();
+          if (h2_) {
+            h2_->releaseBuffers();
+          }
         }
         return;
       case ReadStatus::Closed:
@@ -274,9 +301,89 @@ void Connection::onResponseComplete() {
   }
 }
 
+void Connection::startH2() {
+  if (const std::string_view agreed = tls_->alpn(); agreed != "h2") {
+    fail(ErrorKind::Tls, agreed.empty()
+                             ? "ALPN: the server agreed to no protocol, not h2"
+                             : "ALPN: the server chose " + std::string(agreed) + ", not h2");
+    return;
+  }
+  state_ = State::Exchanging;
+  const bool from_connect = target_.mode == Mode::NewConn || target_.mode == Mode::Idle;
+  if (!h2_->begin(from_connect ? connect_start_ns_ : uv_hrtime())) {
+    fail(h2_->failureKind(), h2_->failure());
+    return;
+  }
+  if (flushH2()) {
+    drainTls();  // the server's first frames may have come with the end of the handshake
+  }
+}
+
+bool Connection::receiveH2(std::span<const char> data) {
+  h2_->receive(data);
+  if (state_ != State::Exchanging && state_ != State::Holding) {
+    return false;  // the run ended inside (a --requests quota reached)
+  }
+  if (h2_->anySucceeded()) {
+    consecutive_failures_ = 0;
+  }
+  // What the session has to send goes out first: SETTINGS and PING acks, window updates, the
+  // next streams' HEADERS, or the GOAWAY that explains a failure.
+  if (!flushH2()) {
+    return false;  // failed (counted and closed), the session's failure included
+  }
+  // Done is known only now: requests queued when a GOAWAY came end inside mem_send.
+  if (h2_->status() == H2Session::Status::Done && state_ == State::Exchanging) {
+    onH2Done();
+  }
+  return state_ == State::Exchanging || state_ == State::Holding;
+}
+
+bool Connection::flushH2() {
+  const std::span<const char> frames = h2_->output();
+  if (state_ != State::Exchanging && state_ != State::Holding) {
+    return false;  // a request nghttp2 could not send was counted, and ended the run
+  }
+  if (!frames.empty() && !tls_->write(frames)) {
+    fail(ErrorKind::Tls, tls_->failure().detail);
+    return false;
+  }
+  flushTls();
+  if (h2_->status() == H2Session::Status::Failed) {
+    fail(h2_->failureKind(), h2_->failure());
+    return false;
+  }
+  return true;
+}
+
+void Connection::onH2Done() {
+  switch (target_.mode) {
+    case Mode::KeepAlive:
+    case Mode::Bulk:
+    case Mode::NewConn:
+      finish();  // keepalive, bulk: the server's GOAWAY; a new connection follows
+      return;
+    case Mode::Idle:
+      if (!h2_->lastSucceeded()) {
+        failed_ = true;  // counted by the session; the owner retries the connection
+        ++consecutive_failures_;
+        close();
+        return;
+      }
+      state_ = State::Holding;
+      held_ = true;
+      owner_.onHeld();
+      return;
+  }
+}
+
 void Connection::onPeerClosed() {
   switch (state_) {
     case State::Exchanging:
+      if (h2_) {
+        fail(ErrorKind::Closed, "closed with h2 streams in flight");
+        return;
+      }
       if (status_ != 0) {
         // A body delimited by the close completes here; anything else was cut short.
         const proxy::http::ParseEvent event = parser_.finish();
@@ -345,6 +452,16 @@ void Connection::fail(ErrorKind kind, std::string_view detail) {
 
 void Connection::finish() {
   failed_ = false;
+  if (h2_ && h2_->active() && tls_ && tls_->handshakeDone()) {
+    h2_->goAway();  // the polite end of an HTTP/2 connection, then TLS's
+    const std::span<const char> frames = h2_->output();
+    if (state_ == State::Closing) {
+      return;  // the run ended inside
+    }
+    if (!frames.empty()) {
+      (void)tls_->write(frames);  // closing either way
+    }
+  }
   if (tls_ && tls_->handshakeDone()) {
     tls_->shutdown();  // close_notify, as a well-behaved client sends
     flushTls();

@@ -1,9 +1,11 @@
 #pragma once
 // One client connection slot of the load generator: TCP, then CONNECT through the proxy (if
 // any), then TLS on memory buffers (proxy/tls/TlsSession), then HTTP/1.1 requests parsed by
-// proxy/http/ResponseParser. The slot lives for the whole run and carries one connection after
-// another; each connection's TcpStream and TlsSession are made when it opens and dropped when
-// it closes.
+// proxy/http/ResponseParser, or (--proto h2, ALPN h2 required) an HTTP/2 session of
+// `streams` concurrent requests (H2Session). The slot lives for the whole run and carries one
+// connection after another; each connection's TcpStream and TlsSession are made when it opens
+// and dropped when it closes (the H2Session object stays; its nghttp2 session is per
+// connection).
 //
 //   Idle ─open()─> Connecting ─(proxy)─> ProxyHead ─2xx─> TlsHandshake ─> Exchanging ──┐
 //     ^                  └────────(direct)───────────────────^      next request ^    │
@@ -12,10 +14,14 @@
 //     └─releaseStream()─ Closing <─ fail(), finish() (newconn, server close), abandon() ─┘
 //   Idle ─reopenAfter(backoff)─> Waiting ─tick()─> Connecting   (after repeated failures)
 //
+// With h2, Exchanging is the session running its streams (a new one as each completes, in
+// keepalive and bulk); the session being Done (newconn and idle after their one response,
+// keepalive and bulk after the server's GOAWAY) is what a response's end is for HTTP/1.1.
+//
 // The steady state allocates nothing here: the request bytes are the Target's, the parser and
 // the TLS byte queues keep their capacity, plaintext lands in the thread's buffer, body bytes
 // are counted and never copied or hashed. (OpenSSL 3.0 itself still mallocs a few times per
-// record, inside SSL_write_ex and SSL_read_ex.)
+// record, inside SSL_write_ex and SSL_read_ex; nghttp2 per stream: see h2_session.h.)
 //
 // Ownership: the LoadThread owns every Connection (unique_ptr, for the whole run) and is told
 // of each close through onConnectionClosed(); it then calls releaseStream() from a safe point
@@ -24,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -35,6 +42,7 @@
 
 namespace sluice::loadgen {
 
+class H2Session;
 class LoadThread;
 
 class Connection final : public proxy::io::TcpStream::Handler,
@@ -46,7 +54,7 @@ class Connection final : public proxy::io::TcpStream::Handler,
     Connecting,    // TCP connect in progress
     ProxyHead,     // CONNECT sent, waiting for the proxy's answer
     TlsHandshake,  // ClientHello sent
-    Exchanging,    // a request is in flight
+    Exchanging,    // a request is in flight (h2: the session is running its streams)
     Holding,       // idle mode: one request done, the connection stays open
     Closing,       // close() called; onClosed() will follow
   };
@@ -98,6 +106,12 @@ class Connection final : public proxy::io::TcpStream::Handler,
   // Parses one piece of plaintext; false once the connection was closed.
   bool parsePlaintext(std::span<const char> data);
   void onResponseComplete();
+  // h2: after the handshake; each piece of plaintext (false once the connection was closed);
+  // what the session has to send (false once failed); the session being done.
+  void startH2();
+  bool receiveH2(std::span<const char> data);
+  bool flushH2();
+  void onH2Done();
   void onPeerClosed();
   void flushTls();
   // Counts the failure with the owner and closes the connection (no close_notify).
@@ -116,6 +130,7 @@ class Connection final : public proxy::io::TcpStream::Handler,
   std::optional<proxy::io::TcpStream> stream_;
   std::optional<proxy::tls::TlsSession> tls_;
   proxy::http::ResponseParser parser_;
+  std::unique_ptr<H2Session> h2_;  // --proto h2 only, for the whole run
 
   std::uint64_t connect_start_ns_ = 0;  // newconn and idle latency start at the TCP connect
   std::uint64_t request_start_ns_ = 0;  // keepalive and bulk latency start at the request

@@ -1,5 +1,6 @@
 // sluice-loadgen: measures a TLS-intercepting proxy, or a TLS origin directly, with four
-// workloads (keepalive, newconn, bulk, idle). See options.h for the command line and report.h
+// workloads (keepalive, newconn, bulk, idle), over HTTP/1.1 or HTTP/2 (--proto h2, nghttp2:
+// --streams concurrent streams per connection). See options.h for the command line and report.h
 // for the JSON it prints.
 //
 // The generator shares its cores with what it measures, so every request must be cheap: one
@@ -130,6 +131,15 @@ int main(int argc, char** argv) {
   // per record read on a busy connection. The generator keeps them; idle mode frees them
   // itself once a connection is held (Connection::drainTls).
   SSL_CTX_clear_mode(context->get(), SSL_MODE_RELEASE_BUFFERS);
+  if (options.proto == Proto::H2) {
+    // h2 alone: a server (or proxy) that cannot speak it agrees to nothing, and every
+    // connection fails with that said (Connection::startH2), instead of measuring HTTP/1.1.
+    static constexpr unsigned char kAlpnH2[] = {2, 'h', '2'};
+    if (SSL_CTX_set_alpn_protos(context->get(), kAlpnH2, sizeof kAlpnH2) != 0) {
+      std::fprintf(stderr, "sluice-loadgen: cannot offer ALPN h2\n");
+      return kExitUsage;
+    }
+  }
   raiseDescriptorLimit();
   const Target target = makeTarget(options, context->get());
 

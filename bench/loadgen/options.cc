@@ -17,7 +17,8 @@ constexpr const char* kUsage =
     "                      (--connect IP:PORT | --proxy IP:PORT)\n"
     "                      [--concurrency C] [--duration SECONDS | --requests N]\n"
     "                      [--warmup SECONDS] [--connections N] [--hold SECONDS]\n"
-    "                      [--threads T] [--label TEXT]\n"
+    "                      [--threads T] [--label TEXT] [--proto http/1.1|h2]\n"
+    "                      [--streams S]\n"
     "       sluice-loadgen --help | --version\n"
     "\n"
     "  --url          what to fetch; its host goes into CONNECT, SNI and Host\n"
@@ -36,6 +37,10 @@ constexpr const char* kUsage =
     "  --hold         idle: seconds to hold them open (default 10)\n"
     "  --threads      generator threads, each with its own loop (default 1)\n"
     "  --label        copied into the JSON result\n"
+    "  --proto        http/1.1 (default), or h2: ALPN h2 offered alone (a server that does not\n"
+    "                 agree fails the connection), then an HTTP/2 session per connection\n"
+    "  --streams      h2, keepalive and bulk: concurrent streams per connection (default 1),\n"
+    "                 each a GET after GET; newconn and idle make one request per connection\n"
     "\n"
     "Prints one JSON line at the end (idle also prints {\"event\":\"holding\",...} once every\n"
     "connection is up). Exit 0 if it ran, 1 if nothing succeeded (no request; bulk: no body\n"
@@ -114,6 +119,8 @@ const char* toString(Mode mode) {
   return "keepalive";
 }
 
+const char* toString(Proto proto) { return proto == Proto::H2 ? "h2" : "http/1.1"; }
+
 const char* usage() { return kUsage; }
 
 Result<Options, std::string> parseOptions(std::span<char* const> args, bool* help, bool* version) {
@@ -152,7 +159,7 @@ Result<Options, std::string> parseOptions(std::span<char* const> args, bool* hel
     static constexpr std::string_view kFlags[] = {
         "--url",         "--connect",  "--proxy",    "--cacert", "--mode",
         "--concurrency", "--duration", "--requests", "--warmup", "--connections",
-        "--hold",        "--threads",  "--label"};
+        "--hold",        "--threads",  "--label",    "--proto",  "--streams"};
     bool known = false;
     for (std::string_view flag : kFlags) {
       known = known || name == flag;
@@ -196,6 +203,20 @@ Result<Options, std::string> parseOptions(std::span<char* const> args, bool* hel
         return bad("--mode: keepalive, newconn, bulk or idle, not " + text);
       }
       have_mode = true;
+    } else if (name == "--proto") {
+      if (text == "http/1.1") {
+        o.proto = Proto::Http11;
+      } else if (text == "h2") {
+        o.proto = Proto::H2;
+      } else {
+        return bad("--proto: http/1.1 or h2, not " + text);
+      }
+    } else if (name == "--streams") {
+      auto n = parseWhole<int>(*v);
+      if (!n || *n < 1 || *n > 1000) {
+        return bad("--streams: a whole number from 1 to 1000, not " + text);
+      }
+      o.streams = *n;
     } else if (name == "--concurrency" || name == "--connections" || name == "--threads") {
       auto n = parseWhole<int>(*v);
       if (!n || *n < 1 || *n > 1000000) {
@@ -244,6 +265,13 @@ Result<Options, std::string> parseOptions(std::span<char* const> args, bool* hel
   }
   if (!o.proxy && !o.connect) {
     return bad("--connect IP:PORT is required without --proxy");
+  }
+  if (o.streams > 1 && o.proto != Proto::H2) {
+    return bad("--streams above 1 needs --proto h2");
+  }
+  if (o.streams > 1 && (o.mode == Mode::NewConn || o.mode == Mode::Idle)) {
+    return bad(std::string("--streams above 1: ") + toString(o.mode) +
+               " makes one request per connection");
   }
   if (o.requests && !have_duration) {
     o.duration.reset();

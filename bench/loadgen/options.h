@@ -7,6 +7,7 @@
 //                  --cacert FILE --mode keepalive|newconn|bulk|idle
 //                  [--concurrency C] [--duration S | --requests N] [--warmup S]
 //                  [--connections N] [--hold S] [--threads T] [--label TEXT]
+//                  [--proto http/1.1|h2] [--streams S]
 //
 // Every value is checked strictly (whole decimal numbers, IP:port endpoints, an https URL whose
 // host canonicalises); a mistake is a usage error (exit 2), never a silent default.
@@ -24,6 +25,10 @@ namespace sluice::loadgen {
 enum class Mode : std::uint8_t { KeepAlive, NewConn, Bulk, Idle };
 const char* toString(Mode mode);
 
+// What is spoken inside TLS: HTTP/1.1, or HTTP/2 (ALPN h2 offered alone, and required).
+enum class Proto : std::uint8_t { Http11, H2 };
+const char* toString(Proto proto);
+
 struct Options {
   std::string url;         // as given, for the report
   std::string host;        // canonical host of the URL: SNI and certificate name
@@ -38,7 +43,9 @@ struct Options {
   std::string cacert;
 
   Mode mode = Mode::KeepAlive;
-  int concurrency = 32;
+  Proto proto = Proto::Http11;
+  int concurrency = 32;  // connections (h2: each carrying `streams` requests at once)
+  int streams = 1;       // h2, keepalive and bulk: concurrent streams per connection
   // Stop after `duration` seconds of measurement, or after `requests` counted requests,
   // whichever comes first. Without --duration, --requests alone has no time limit.
   std::optional<double> duration = 10.0;

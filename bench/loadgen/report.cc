@@ -91,6 +91,9 @@ std::string resultLine(const Options& options, const Summary& s) {
   line.integer("connections",
                mode == Mode::Idle ? std::optional<std::uint64_t>(s.held) : std::nullopt);
   line.real("cpu_seconds", s.cpu_seconds, 3);
+  line.string("proto", std::string(toString(options.proto)));
+  line.integer("streams", options.proto == Proto::H2 ? std::optional<std::uint64_t>(options.streams)
+                                                     : std::nullopt);
   return line.done();
 }
 

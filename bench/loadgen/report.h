@@ -18,6 +18,9 @@
 //   connections                    idle: connections held (as in the "holding" line)
 //   cpu_seconds                    the generator's own CPU time (user + system, all threads)
 //                                  over the window: divide by requests for its cost per request
+//   proto                          "http/1.1" or "h2" (--proto)
+//   streams                        h2: concurrent streams per connection (--streams); the
+//                                  requests in flight are concurrency x streams
 
 #include <cstdint>
 #include <string>

@@ -5,6 +5,10 @@ namespace sluice::loadgen {
 Target makeTarget(const Options& options, SSL_CTX* tls_context) {
   Target t;
   t.mode = options.mode;
+  t.proto = options.proto;
+  t.streams = options.streams;
+  t.authority = options.host_field;
+  t.path = options.target;
   t.dial = options.dial();
   t.host = options.host;
   t.tls_context = tls_context;
@@ -40,6 +44,8 @@ const char* toString(ErrorKind kind) {
       return "timeout";
     case ErrorKind::Dropped:
       return "dropped";
+    case ErrorKind::H2:
+      return "h2";
   }
   return "error";
 }

@@ -18,10 +18,14 @@ namespace sluice::loadgen {
 
 struct Target {
   Mode mode = Mode::KeepAlive;
+  Proto proto = Proto::Http11;
+  int streams = 1;                 // h2: streams open at once per connection
   policy::Endpoint dial;           // the proxy, or --connect
   std::string host;                // canonical: SNI and the name the certificate must carry
   std::string connect_request;     // "CONNECT host:port ..."; empty in direct mode
   std::string request;             // the GET, byte for byte, built once
+  std::string authority;           // h2 :authority (the Host value) and :path, for the header
+  std::string path;                // list each H2Session builds once (nghttp2 copies nothing)
   SSL_CTX* tls_context = nullptr;  // owned by main()
 };
 
@@ -38,8 +42,9 @@ enum class ErrorKind : std::uint8_t {
   Closed,   // reset or closed by the peer in the middle of an exchange
   Timeout,  // no progress for kProgressTimeoutMs
   Dropped,  // idle: a held connection was closed by the peer
+  H2,       // HTTP/2: a session error, a GOAWAY with an error, a stream reset or cut short
 };
-inline constexpr std::size_t kErrorKinds = 8;
+inline constexpr std::size_t kErrorKinds = 9;
 const char* toString(ErrorKind kind);
 
 // What one thread measured; merged by main() after the threads have ended.

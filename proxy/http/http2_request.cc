@@ -61,6 +61,8 @@ void Http2RequestBuilder::reset() {
   content_length_.reset();
   malformed_ = {};
   head_.headers.clear();
+  head_.upgrade_requested = false;  // (extendedConnect() speaks of this stream only)
+  head_.websocket_upgrade = false;
   refusal_ = Http2Refusal{};
 }
 

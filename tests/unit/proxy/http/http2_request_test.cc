@@ -121,6 +121,10 @@ TEST(Http2Request, AnExtendedConnectForWebSocketIsTheUpgradeAGetAsks) {
   EXPECT_FALSE(h.is_connect);
   ASSERT_EQ(build(b, kGet, false), Outcome::Ready);  // the next stream is no upgrade
   EXPECT_FALSE(b.extendedConnect());
+  ASSERT_EQ(build(b, fields, false), Outcome::Ready);
+  b.setMaxListBytes(64);  // nor is the next one, refused before its head is looked at
+  ASSERT_EQ(build(b, with(kGet, {{"x-long", std::string(100, 'a')}})), Outcome::Refused);
+  EXPECT_FALSE(b.extendedConnect());
 }
 
 TEST(Http2Request, WellFormedButNotForwardedIsRefusedOnTheStream) {

@@ -226,6 +226,22 @@ void Http2Stream::onEndOfRequest() {
   deliverHeld();
 }
 
+// Handed over whole: the exchange holds or forwards it (the upstream queue takes what it cannot
+// write at once); the window goes back for all of it. False: the stream closed meanwhile.
+bool Http2Stream::handOverHeld() {
+  if (held_.empty() || !takesBody()) {
+    return true;
+  }
+  const std::size_t n = held_.size();
+  exchange_.onRequestBody(std::span<const char>(held_.data(), n));
+  held_.clear();
+  if (closing()) {
+    return false;
+  }
+  nghttp2_session_consume(session(), id_, n);
+  return true;
+}
+
 void Http2Stream::deliverHeld() {
   if (life_ != Life::Open || !exchange_.inFlight()) {
     return;
@@ -234,16 +250,8 @@ void Http2Stream::deliverHeld() {
     relayWebSocket();
     return;
   }
-  if (!held_.empty() && takesBody()) {
-    // Handed over whole: the exchange holds or forwards it (the upstream queue takes what it
-    // cannot write at once); the window goes back for all of it.
-    const std::size_t n = held_.size();
-    exchange_.onRequestBody(std::span<const char>(held_.data(), n));
-    held_.clear();
-    if (closing()) {
-      return;
-    }
-    nghttp2_session_consume(session(), id_, n);
+  if (!handOverHeld()) {
+    return;
   }
   if (held_.empty() && request_side_ == RequestSide::Ended && takesEnd()) {
     request_side_ = RequestSide::Delivered;
@@ -264,14 +272,8 @@ void Http2Stream::relayWebSocket() {
   if (closing() || exchange_.state() != ExchangeState::Tunneling) {
     return;
   }
-  if (!held_.empty() && takesBody()) {
-    const std::size_t n = held_.size();
-    exchange_.onRequestBody(std::span<const char>(held_.data(), n));
-    held_.clear();
-    if (closing()) {
-      return;
-    }
-    nghttp2_session_consume(session(), id_, n);
+  if (!handOverHeld()) {
+    return;
   }
   if (held_.empty() && request_side_ == RequestSide::Ended) {
     request_side_ = RequestSide::Delivered;

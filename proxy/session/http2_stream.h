@@ -122,6 +122,8 @@ class Http2Stream final : public Downstream, private ExchangeHost {
   // Whether the exchange takes request body bytes now, and the request's end.
   bool takesBody() const;
   bool takesEnd() const;
+  // What is held goes to the exchange when it takes body bytes now; false: the stream closed.
+  bool handOverHeld();
   // An extended CONNECT's request side: its end at once, then the WebSocket's bytes.
   void relayWebSocket();
   // Drops what is held, giving its window back.

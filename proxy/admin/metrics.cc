@@ -75,6 +75,14 @@ void SandboxMetrics::addBytes(std::uint64_t request_body, std::uint64_t response
   response_bytes_.fetch_add(response_body, std::memory_order_relaxed);
 }
 
+void SandboxMetrics::countError(audit::Error error) noexcept {
+  errors_[static_cast<std::size_t>(error)].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t SandboxMetrics::errors(audit::Error error) const {
+  return errors_[static_cast<std::size_t>(error)].load(std::memory_order_relaxed);
+}
+
 void SandboxMetrics::countResolverAnswer(ResolverAnswer answer) noexcept {
   resolver_answers_[static_cast<std::size_t>(answer)].fetch_add(1, std::memory_order_relaxed);
 }
@@ -306,6 +314,18 @@ std::string renderPrometheus(const GatewayMetrics& gateway,
     const Label origin[] = {{"sandbox", sandbox.name}, {"leg", "origin"}};
     appendSample(out, "sluice_h2_streams_active", origin,
                  sandbox.metrics->h2_origin_streams_active.load(std::memory_order_relaxed));
+  }
+
+  appendFamily(out, "sluice_connection_errors_total", "counter",
+               "Connections the sandbox made end abnormally, by the audit record's error.");
+  for (const SandboxSample& sandbox : sandboxes) {
+    for (std::size_t e = 1; e < audit::kErrorCount; ++e) {
+      const auto error = static_cast<audit::Error>(e);
+      if (const std::uint64_t n = sandbox.metrics->errors(error); n != 0) {
+        const Label labels[] = {{"sandbox", sandbox.name}, {"error", audit::toString(error)}};
+        appendSample(out, "sluice_connection_errors_total", labels, n);
+      }
+    }
   }
 
   appendFamily(out, "sluice_bytes_total", "counter",

@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "policy/reason.h"
+#include "proxy/audit/audit_record.h"
 
 namespace sluice::proxy::admin {
 
@@ -80,6 +81,10 @@ struct SandboxMetrics {
   // Body bytes of one request, as in the audit record's req_bytes and resp_bytes.
   void addBytes(std::uint64_t request_body, std::uint64_t response_body) noexcept;
 
+  // One audit record whose `error` says the request or connection ended abnormally.
+  void countError(audit::Error error) noexcept;
+  std::uint64_t errors(audit::Error error) const;
+
   void countResolverAnswer(ResolverAnswer answer) noexcept;
   std::uint64_t resolverAnswers(ResolverAnswer answer) const;
 
@@ -103,6 +108,7 @@ struct SandboxMetrics {
   // [decision index * kReasonCount + reason]
   std::array<std::atomic<std::uint64_t>, kDecisions.size() * policy::kReasonCount> requests_{};
   std::array<std::atomic<std::uint64_t>, kResolverAnswers.size()> resolver_answers_{};
+  std::array<std::atomic<std::uint64_t>, audit::kErrorCount> errors_{};
   std::atomic<std::uint64_t> request_bytes_{0};
   std::atomic<std::uint64_t> response_bytes_{0};
 };

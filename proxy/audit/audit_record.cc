@@ -33,6 +33,28 @@ std::string_view toString(Proto p) {
   return "";
 }
 
+std::string_view toString(Error e) {
+  switch (e) {
+    case Error::None:
+      return "";
+    case Error::H2RapidReset:
+      return "h2_rapid_reset";
+    case Error::H2EmptyData:
+      return "h2_empty_data_flood";
+    case Error::H2ControlFlood:
+      return "h2_control_frame_flood";
+    case Error::H2SettingsFlood:
+      return "h2_settings_flood";
+    case Error::H2Continuation:
+      return "h2_continuation_flood";
+    case Error::H2CompressionError:
+      return "h2_compression_error";
+    case Error::H2ProtocolError:
+      return "h2_protocol_error";
+  }
+  return "";
+}
+
 void appendTimestamp(std::string& out, std::chrono::system_clock::time_point ts) {
   using namespace std::chrono;
   auto ms = duration_cast<milliseconds>(ts.time_since_epoch()).count();
@@ -238,6 +260,7 @@ void appendRecordBody(std::string& out, const AuditRecord& r) {
   json.fieldOrNull(field::kUpstreamProto, toString(r.upstream_proto));
   json.fieldOrNull(field::kUpgrade,
                    r.websocket ? std::string_view("websocket") : std::string_view{});
+  json.fieldOrNull(field::kError, toString(r.error));
   json.field(field::kDurationMs, static_cast<std::int64_t>(r.duration_ms));
   if (truncation.count != 0) {
     json.key(field::kTruncated).beginObject();

@@ -54,6 +54,7 @@ inline constexpr std::string_view kRespSha256 = "resp_sha256";
 inline constexpr std::string_view kProto = "proto";
 inline constexpr std::string_view kUpstreamProto = "upstream_proto";
 inline constexpr std::string_view kUpgrade = "upgrade";
+inline constexpr std::string_view kError = "error";
 inline constexpr std::string_view kDurationMs = "duration_ms";
 inline constexpr std::string_view kTruncated = "truncated";  // only when a value was cut
 inline constexpr std::string_view kChain = "chain";
@@ -81,6 +82,22 @@ std::string_view toString(Mode m);
 // connection refused before any request, a request that never went upstream).
 enum class Proto : std::uint8_t { None, Http1, H2 };
 std::string_view toString(Proto p);  // "" for None
+
+// Why a request or connection ended abnormally (`error`): sluice's own stable tokens
+// (docs/audit.md#errors). None is null.
+enum class Error : std::uint8_t {
+  None,
+  // An HTTP/2 connection the sandbox made sluice end (GOAWAY, docs/wire.md#http2).
+  H2RapidReset,        // streams reset faster than sluice's budget (CVE-2023-44487)
+  H2EmptyData,         // DATA frames that carry nothing and end nothing
+  H2ControlFlood,      // PING or SETTINGS acknowledgements queued for a client that does not read
+  H2SettingsFlood,     // a SETTINGS frame with too many entries
+  H2Continuation,      // a header block in too many CONTINUATION frames
+  H2CompressionError,  // an HPACK block that does not decode
+  H2ProtocolError,     // any other connection error of RFC 9113 (a bad preface, a bad frame)
+};
+inline constexpr std::size_t kErrorCount = static_cast<std::size_t>(Error::H2ProtocolError) + 1;
+std::string_view toString(Error e);  // "" for None
 
 using Sha256 = std::array<std::uint8_t, 32>;
 
@@ -110,6 +127,7 @@ struct AuditRecord {
   Proto proto = Proto::None;           // the sandbox's leg
   Proto upstream_proto = Proto::None;  // the origin's leg
   bool websocket = false;              // `upgrade`: the request asked for a WebSocket
+  Error error = Error::None;
   std::uint64_t duration_ms = 0;
 };
 

@@ -164,6 +164,7 @@ class ClientConnection final : private io::TcpStream::Handler,
   Admission admitRequest() override;
   void onStreamsIdle() override;
   void onCodecDone(std::string_view why) override;
+  void onConnectionError(audit::Error error) override;
   // ALPN agreed h2: the codec is made and its preface sent. False: the connection closed.
   bool startHttp2();
   // The earliest deadline of the exchanges in flight (0: none).

@@ -55,6 +55,12 @@ void ClientConnection::onCodecDone(std::string_view why) {
   finishConnection();
 }
 
+void ClientConnection::onConnectionError(audit::Error error) {
+  // The connection's own exchange opened the tunnel (CONNECT, or a redirected ClientHello) and
+  // still holds its facts: the record of the tunnel that failed is written from them.
+  exchange_.recordTunnelError(audit::Proto::H2, error);
+}
+
 std::uint64_t ClientConnection::exchangeDeadline() const {
   const std::uint64_t own = exchange_.deadline();
   if (!h2_) {

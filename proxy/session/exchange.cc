@@ -97,6 +97,12 @@ void Exchange::refuseWithoutAnswer(policy::Reason reason) {
   }
 }
 
+void Exchange::recordTunnelError(audit::Proto proto, audit::Error error) {
+  record_.proto = proto;
+  record_.error = error;
+  writeRecord(policy::Verdict::Deny, policy::Reason::BadRequest, 0);
+}
+
 // The facts of the request, for decide(). `addresses` once H is resolved. The head stays valid
 // while the exchange is in flight.
 policy::Decision Exchange::decideRequest(std::span<const policy::IpAddress> addresses,

@@ -86,6 +86,10 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   // a limit): its record, with the token it takes; `reason` None (sluice's own failure): no
   // record.
   void refuseWithoutAnswer(policy::Reason reason);
+  // The tunnel this exchange opened ended abnormally, over `proto`, for `error` (an HTTP/2
+  // flood): a record of the tunnel's facts says so, `bad_request` with no status, once its
+  // requests have theirs (docs/audit.md#errors). The exchange stays where it is.
+  void recordTunnelError(audit::Proto proto, audit::Error error);
   // The record being begun is no request: it takes no token of the sandbox's rate.
   void waiveRateToken() { rate_ = RateToken::Waived; }
 

@@ -21,7 +21,7 @@ constexpr std::uint64_t kResetBurst = 200;
 constexpr std::uint64_t kResetRate = 100;
 
 // SETTINGS entries in one frame, and CONTINUATION frames in one header block, beyond which the
-// connection ends (floods: docs/wire.md#http2-limits).
+// connection ends (floods: docs/wire.md#http2).
 constexpr std::size_t kMaxSettings = 32;
 constexpr std::size_t kMaxContinuations = 8;
 
@@ -33,17 +33,46 @@ constexpr double kOwnResetRate = 50;
 // processing and nothing else), so a connection may send this many in all.
 constexpr std::uint32_t kMaxEmptyData = 100;
 
-// What a connection error ends the connection with (GOAWAY's code).
-std::uint32_t goAwayCodeOf(ssize_t error) {
+// What a connection error of nghttp2's says in the record (docs/audit.md#errors).
+audit::Error errorOf(ssize_t error) {
   switch (error) {
     case NGHTTP2_ERR_FLOODED:
+      return audit::Error::H2ControlFlood;
     case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
+      return audit::Error::H2Continuation;
     case NGHTTP2_ERR_TOO_MANY_SETTINGS:
-      return NGHTTP2_ENHANCE_YOUR_CALM;
+      return audit::Error::H2SettingsFlood;
     case NGHTTP2_ERR_HEADER_COMP:
-      return NGHTTP2_COMPRESSION_ERROR;
+      return audit::Error::H2CompressionError;
     default:
+      return audit::Error::H2ProtocolError;
+  }
+}
+
+// What a GOAWAY nghttp2 sent on its own means: ENHANCE_YOUR_CALM for a SETTINGS frame of too
+// many entries (its text says so), or for frames its own counters call a flood.
+audit::Error errorOfGoAway(std::uint32_t code, std::string_view said) {
+  switch (code) {
+    case NGHTTP2_ENHANCE_YOUR_CALM:
+      return said.starts_with("SETTINGS") ? audit::Error::H2SettingsFlood
+                                          : audit::Error::H2ControlFlood;
+    case NGHTTP2_COMPRESSION_ERROR:
+      return audit::Error::H2CompressionError;
+    default:
+      return audit::Error::H2ProtocolError;
+  }
+}
+
+// What GOAWAY says for it: a flood ENHANCE_YOUR_CALM (RFC 9113 section 7).
+std::uint32_t goAwayCodeOf(audit::Error error) {
+  switch (error) {
+    case audit::Error::H2CompressionError:
+      return NGHTTP2_COMPRESSION_ERROR;
+    case audit::Error::H2ProtocolError:
+    case audit::Error::None:
       return NGHTTP2_PROTOCOL_ERROR;
+    default:
+      return NGHTTP2_ENHANCE_YOUR_CALM;
   }
 }
 
@@ -114,6 +143,20 @@ struct Http2ServerCodec::Callbacks {
     return 0;
   }
 
+  // A GOAWAY with an error that sluice did not submit (its own go out after phase_ left Open):
+  // nghttp2 ended the session itself, for a connection error it handles alone (a SETTINGS
+  // frame of too many entries, a frame RFC 9113 forbids). send() ends the connection.
+  static int onFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    Http2ServerCodec& self = codec(user_data);
+    if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR &&
+        self.phase_ == Phase::Open && self.library_error_ == audit::Error::None) {
+      const std::string_view said(reinterpret_cast<const char*>(frame->goaway.opaque_data),
+                                  frame->goaway.opaque_data_len);
+      self.library_error_ = errorOfGoAway(frame->goaway.error_code, said);
+    }
+    return 0;
+  }
+
   static int onStreamClose(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
                            void* user_data) {
     if (Http2Stream* stream = codec(user_data).streamOf(stream_id)) {
@@ -178,6 +221,7 @@ bool Http2ServerCodec::start() {
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Callbacks::onFrameRecv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Callbacks::onDataChunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Callbacks::onStreamClose);
+  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, Callbacks::onFrameSend);
   session_ = newServerSession(callbacks, this, max_header_bytes_);
   nghttp2_session_callbacks_del(callbacks);
   return session_ != nullptr;
@@ -187,16 +231,15 @@ void Http2ServerCodec::feed(std::span<const char> plaintext) {
   const auto* data = reinterpret_cast<const std::uint8_t*>(plaintext.data());
   const ssize_t n = nghttp2_session_mem_recv(session_, data, plaintext.size());
   if (n < 0) {
-    // A connection error (bad preface, a flood, a framing error): nghttp2 has queued GOAWAY
+    // A connection error nghttp2 returns (a bad preface, a flood, a callback's refusal): GOAWAY
     // where one can be sent; the connection ends once it is written.
-    const std::string_view why = flood_ != nullptr ? flood_ : nghttp2_strerror(static_cast<int>(n));
-    SPDLOG_DEBUG("[C{}] h2 connection error: {}", connection_.facts().id, why);
+    const audit::Error error = flood_ != audit::Error::None ? flood_ : errorOf(n);
+    SPDLOG_DEBUG("[C{}] h2 connection error: {} ({})", connection_.facts().id, toString(error),
+                 nghttp2_strerror(static_cast<int>(n)));
     if (n != NGHTTP2_ERR_BAD_CLIENT_MAGIC) {
-      goAway(flood_ != nullptr ? std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM} : goAwayCodeOf(n));
+      goAway(goAwayCodeOf(error));
     }
-    abandon();
-    dropUpstreams();
-    done(why);
+    fail(error);
     return;
   }
   reportIdle();
@@ -210,13 +253,13 @@ bool Http2ServerCodec::flooded(const nghttp2_frame& frame) {
         reset_tokens_ + kOwnResetRate * static_cast<double>(now - reset_refilled_ms_) / 1000.0);
     reset_refilled_ms_ = now;
     if (reset_tokens_ < 1) {
-      flood_ = "rapid reset";
+      flood_ = audit::Error::H2RapidReset;
       return true;
     }
     reset_tokens_ -= 1;
   } else if (frame.hd.type == NGHTTP2_DATA && frame.hd.length == 0 &&
              (frame.hd.flags & NGHTTP2_FLAG_END_STREAM) == 0 && ++empty_data_ > kMaxEmptyData) {
-    flood_ = "empty DATA frames";
+    flood_ = audit::Error::H2EmptyData;
     return true;
   }
   return false;
@@ -235,11 +278,25 @@ void Http2ServerCodec::send() {
     host_.sendClient(
         std::string_view(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n)));
   }
+  if (library_error_ != audit::Error::None && phase_ == Phase::Open) {
+    // nghttp2 ended the session itself and its GOAWAY just went out (onFrameSend).
+    SPDLOG_DEBUG("[C{}] h2 connection error: {}", connection_.facts().id, toString(library_error_));
+    phase_ = Phase::GoingAway;
+    fail(library_error_);
+    return;
+  }
   if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) {
     done("HTTP/2 session over");
     return;
   }
   reportIdle();
+}
+
+void Http2ServerCodec::fail(audit::Error error) {
+  abandon();
+  dropUpstreams();
+  host_.onConnectionError(error);
+  done(toString(error));
 }
 
 void Http2ServerCodec::done(std::string_view why) {

@@ -8,10 +8,11 @@
 // What the connection promises the sandbox (SETTINGS): at most kMaxConcurrentStreams streams at
 // once, a header list of at most max_header_bytes, no server push, a stream window of
 // kStreamWindow whose bytes are given back only as the upstream takes them (so memory per
-// stream is bounded), and no extended CONNECT yet. Floods end the connection with GOAWAY
-// ENHANCE_YOUR_CALM: those nghttp2 counts (acknowledgements queued for a client that does not
-// read, CONTINUATION, SETTINGS entries) and those sluice counts itself (resets at its own rate,
-// empty DATA frames) (docs/wire.md#http2).
+// stream is bounded), and extended CONNECT (RFC 8441, WebSocket). Floods end the connection with
+// GOAWAY ENHANCE_YOUR_CALM: those nghttp2 counts (acknowledgements queued for a client that does
+// not read, CONTINUATION, SETTINGS entries) and those sluice counts itself (resets at its own
+// rate, empty DATA frames); each such end, and every other connection error, is on record as
+// the tunnel's `error` (docs/wire.md#http2, docs/audit.md#errors).
 //
 // Owned by the connection (made when ALPN agreed h2); it owns the streams, frees a finished one
 // at the next safe point (never under the callback of its own exchange) and keeps a few for
@@ -26,6 +27,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include "proxy/audit/audit_record.h"
 #include "proxy/session/exchange_host.h"
 
 namespace sluice::proxy::session {
@@ -53,6 +55,9 @@ class Http2Host {
   // The codec is over (once): nghttp2 wants neither to read nor to write (GOAWAY both ways, or
   // a connection error): the connection finishes.
   virtual void onCodecDone(std::string_view why) = 0;
+  // The sandbox made the connection fail (a flood, a connection error of RFC 9113): on record
+  // before it ends, after the records of the streams it cut short.
+  virtual void onConnectionError(audit::Error error) = 0;
 
  protected:
   ~Http2Host() = default;
@@ -122,6 +127,9 @@ class Http2ServerCodec {
   Http2Stream* streamOf(std::int32_t id) const;
   Http2Stream& openStream(std::int32_t id);
   void done(std::string_view why);
+  // The sandbox made the connection fail: the streams cut short and the tunnel on record, then
+  // done(). GOAWAY is already queued or sent.
+  void fail(audit::Error error);
   // A frame that is one too many of a flood nghttp2 does not count itself (resets at sluice's
   // own rate, empty DATA frames): flood_ says which, and the connection ends.
   bool flooded(const nghttp2_frame& frame);
@@ -142,8 +150,10 @@ class Http2ServerCodec {
   };
   Phase phase_ = Phase::Open;
   bool idle_news_ = false;  // a stream ended; reportIdle() has not looked yet
-  const char* flood_ = nullptr;  // the flood that ends the connection, once one did
-  double reset_tokens_ = 100;    // kOwnResetBurst
+  audit::Error flood_ = audit::Error::None;  // the flood that ends the connection, once one did
+  // A connection error nghttp2 ended the session for on its own (its GOAWAY went out).
+  audit::Error library_error_ = audit::Error::None;
+  double reset_tokens_ = 100;  // kOwnResetBurst
   std::uint64_t reset_refilled_ms_ = 0;
   std::uint32_t empty_data_ = 0;
 };

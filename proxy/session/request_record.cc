@@ -28,6 +28,7 @@ void RequestRecord::reset(std::uint64_t now_ms, std::uint64_t now_ns, bool hash)
   proto = audit::Proto::None;
   upstream_proto = audit::Proto::None;
   websocket = false;
+  error = audit::Error::None;
   status = 0;
   req_bytes = 0;
   resp_bytes = 0;
@@ -80,6 +81,7 @@ void writeAuditRecord(RequestRecord& record, const ConnectionFacts& connection,
   // Only what reached an upstream says how it was spoken to.
   r.upstream_proto = record.upstream ? record.upstream_proto : audit::Proto::None;
   r.websocket = record.websocket;
+  r.error = record.error;
   if (record.hashing) {
     r.hashed = true;
     unsigned n = 0;
@@ -94,6 +96,9 @@ void writeAuditRecord(RequestRecord& record, const ConnectionFacts& connection,
   admin::SandboxMetrics& m = runtime.metrics;
   m.countRequest(policy::toString(verdict), reason);
   m.addBytes(record.req_bytes, record.resp_bytes);
+  if (record.error != audit::Error::None) {
+    m.countError(record.error);
+  }
   if (record.started_ns != 0) {
     m.request_duration.observe((uv_hrtime() - record.started_ns) / 1000);
   }

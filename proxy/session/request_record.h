@@ -54,6 +54,8 @@ struct RequestRecord {
   audit::Proto proto = audit::Proto::None;
   audit::Proto upstream_proto = audit::Proto::None;
   bool websocket = false;
+  // Why the request or connection ended abnormally (a flood that ended an HTTP/2 connection).
+  audit::Error error = audit::Error::None;
 
   // Where it went: H's addresses as resolved, and the one connected to.
   std::shared_ptr<const dns::Answer> answer;

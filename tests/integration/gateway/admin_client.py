@@ -23,6 +23,7 @@ FAMILY_TYPES = {
     "sluice_requests": "counter",
     "sluice_connections_active": "gauge",
     "sluice_bytes": "counter",
+    "sluice_connection_errors": "counter",
     "sluice_dns_queries": "counter",
     "sluice_certs_minted": "counter",
     "sluice_sandbox_resolver_answers": "counter",
@@ -37,9 +38,10 @@ FAMILY_TYPES = {
     "sluice_audit_write_failures": "counter",
     "sluice_audit_refused_connections": "counter",
 }
-# Present in every scrape (requests_total and sandbox_resolver_answers_total have series only
-# where non-zero, so may be empty).
-ALWAYS = set(FAMILY_TYPES) - {"sluice_requests", "sluice_sandbox_resolver_answers"}
+# Present in every scrape (requests_total, sandbox_resolver_answers_total and
+# connection_errors_total have series only where non-zero, so may be empty).
+ALWAYS = set(FAMILY_TYPES) - {"sluice_requests", "sluice_sandbox_resolver_answers",
+                              "sluice_connection_errors"}
 DNS_RESULTS = ("ok", "nodata", "nxdomain", "timeout", "error", "cached")
 
 

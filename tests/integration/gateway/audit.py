@@ -8,7 +8,10 @@ from netutil import read_text, wait_until
 FIELDS = ("ts", "sandbox", "conn", "client", "mode", "sni", "host", "method", "url",
           "orig_dst", "addrs", "upstream", "decision", "rule", "reason", "status",
           "req_bytes", "resp_bytes", "req_sha256", "resp_sha256", "proto", "upstream_proto",
-          "upgrade", "duration_ms", "chain")
+          "upgrade", "error", "duration_ms", "chain")
+# The `error` tokens of docs/audit.md#errors.
+ERRORS = {"h2_rapid_reset", "h2_empty_data_flood", "h2_control_frame_flood", "h2_settings_flood",
+          "h2_continuation_flood", "h2_compression_error", "h2_protocol_error"}
 REASONS = {"not_allowed_host", "not_allowed_port", "not_allowed_scheme", "not_allowed_method",
            "not_allowed_path", "bad_host", "ip_literal", "ip_denied", "sni_missing",
            "sni_mismatch", "host_missing", "host_duplicate", "host_mismatch", "dns_failed",
@@ -39,6 +42,7 @@ def check_shape(rec, hash_bodies=True, client_re=None):
     assert rec["upstream_proto"] in (None, "http/1.1", "h2"), rec
     assert rec["upstream_proto"] is None or rec["upstream"] is not None, rec
     assert rec["upgrade"] in (None, "websocket"), rec
+    assert rec["error"] is None or rec["error"] in ERRORS, rec
     for key in ("req_bytes", "resp_bytes", "duration_ms"):
         assert rec[key] is None or isinstance(rec[key], (int, float)), rec
     if hash_bodies:

@@ -54,6 +54,7 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
   sandbox.websocket_sessions_active.fetch_add(1);
   sandbox.h2_client_streams_active.fetch_add(5);
   sandbox.h2_origin_streams_active.fetch_add(2);
+  sandbox.countError(sluice::proxy::audit::Error::H2RapidReset);
   sandbox.addBytes(10, 2000);
   sandbox.request_duration.observe(1500);     // 1.5 ms
   sandbox.request_duration.observe(3000000);  // 3 s
@@ -90,6 +91,10 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
       "# TYPE sluice_h2_streams_active gauge\n"
       "sluice_h2_streams_active{sandbox=\"agent-1\",leg=\"client\"} 5\n"
       "sluice_h2_streams_active{sandbox=\"agent-1\",leg=\"origin\"} 2\n"
+      "# HELP sluice_connection_errors_total Connections the sandbox made end abnormally, by "
+      "the audit record's error.\n"
+      "# TYPE sluice_connection_errors_total counter\n"
+      "sluice_connection_errors_total{sandbox=\"agent-1\",error=\"h2_rapid_reset\"} 1\n"
       "# HELP sluice_bytes_total Body bytes of requests and responses (the audit record's "
       "req_bytes, resp_bytes).\n"
       "# TYPE sluice_bytes_total counter\n"
@@ -192,12 +197,12 @@ TEST(RenderPrometheus, NoSandboxesStillListsEveryFamilyAndTheFixedZeros) {
   for (const char* family :
        {"sluice_build_info gauge", "sluice_requests_total counter",
         "sluice_connections_active gauge", "sluice_websocket_sessions_active gauge",
-        "sluice_bytes_total counter", "sluice_dns_queries_total counter",
-        "sluice_certs_minted_total counter", "sluice_config_reloads_total counter",
-        "sluice_dns_lookup_seconds histogram", "sluice_upstream_connect_seconds histogram",
-        "sluice_request_duration_seconds histogram", "sluice_audit_unavailable gauge",
-        "sluice_audit_pending_records gauge", "sluice_audit_pending_bytes gauge",
-        "sluice_audit_write_failures_total counter",
+        "sluice_connection_errors_total counter", "sluice_bytes_total counter",
+        "sluice_dns_queries_total counter", "sluice_certs_minted_total counter",
+        "sluice_config_reloads_total counter", "sluice_dns_lookup_seconds histogram",
+        "sluice_upstream_connect_seconds histogram", "sluice_request_duration_seconds histogram",
+        "sluice_audit_unavailable gauge", "sluice_audit_pending_records gauge",
+        "sluice_audit_pending_bytes gauge", "sluice_audit_write_failures_total counter",
         "sluice_audit_refused_connections_total counter"}) {
     EXPECT_NE(text.find(std::string("# TYPE ") + family + "\n"), std::string::npos) << family;
   }

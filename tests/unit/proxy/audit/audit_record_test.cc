@@ -253,6 +253,33 @@ TEST(AuditRecordCaps, TheMarkerCannotBeForged) {
   EXPECT_EQ(stringMember(text, "host"), "x\\\",\\\"truncated\\\":{\\\"url\\\":1},\\\"y\\\":\\\"");
 }
 
+// `error`: null on an ordinary record, else sluice's own token (docs/audit.md#errors), after
+// `upgrade` and before `duration_ms`.
+TEST(AuditRecordError, IsNullUnlessTheConnectionEndedAbnormally) {
+  std::string text = line(ordinary());
+  EXPECT_NE(text.find("\"upgrade\":null,\"error\":null,\"duration_ms\":"), std::string::npos)
+      << text;
+  struct Row {
+    Error error;
+    std::string_view token;
+  };
+  const Row rows[] = {
+      {Error::H2RapidReset, "h2_rapid_reset"},
+      {Error::H2EmptyData, "h2_empty_data_flood"},
+      {Error::H2ControlFlood, "h2_control_frame_flood"},
+      {Error::H2SettingsFlood, "h2_settings_flood"},
+      {Error::H2Continuation, "h2_continuation_flood"},
+      {Error::H2CompressionError, "h2_compression_error"},
+      {Error::H2ProtocolError, "h2_protocol_error"},
+  };
+  for (const Row& row : rows) {
+    AuditRecord r = ordinary();
+    r.error = row.error;
+    EXPECT_EQ(stringMember(line(r), "error"), std::string(row.token)) << row.token;
+    EXPECT_LE(row.token.size(), toString(Error::H2ControlFlood).size()) << "the longest";
+  }
+}
+
 // Every field sluice writes itself at its longest: names from the config at their limit (a
 // rule name of 64 quotes, each escaped), IPv6 endpoints, 20-digit numbers, both digests.
 AuditRecord longestFixedPart(std::vector<policy::IpAddress>& addrs, std::size_t address_count) {
@@ -295,6 +322,7 @@ AuditRecord longestFixedPart(std::vector<policy::IpAddress>& addrs, std::size_t 
   r.proto = Proto::Http1;  // "http/1.1" is longer than "h2"
   r.upstream_proto = Proto::Http1;
   r.websocket = true;
+  r.error = Error::H2ControlFlood;  // the longest token
   r.duration_ms = std::uint64_t{1} << 63;
   return r;
 }

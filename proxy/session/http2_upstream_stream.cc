@@ -192,10 +192,16 @@ bool Http2UpstreamStream::backedUp() const {
 }
 
 void Http2UpstreamStream::reportDrainedIfSo() {
-  if (!request_backed_up_ || backedUp()) {
+  if (!request_backed_up_) {
     return;
   }
+  // The session drained, but this stream may still hold more than kHighWater (the origin's
+  // window for it is closed): then backedUp() puts it back among the waiters, or the origin's
+  // WINDOW_UPDATE would find nobody to tell and the client's body would stall.
   request_backed_up_ = false;
+  if (backedUp()) {
+    return;
+  }
   Cork cork(host_);
   host_.onPeerDrained();
 }

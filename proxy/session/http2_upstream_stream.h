@@ -75,7 +75,8 @@ class Http2UpstreamStream final : public UpstreamChannel {
   void onSessionEnded(std::string_view why);
   // nghttp2 pulls request DATA: up to `length` bytes into `buf`; `eof` at the body's end.
   long readRequest(std::uint8_t* buf, std::size_t length, bool& eof);
-  // The request side was over kHighWater and is no longer: the client is read again.
+  // The session's writes drained: if the request side was over kHighWater and is no longer,
+  // the client is read again; if it still is, the stream waits for the next drain.
   void reportDrainedIfSo();
 
  private:

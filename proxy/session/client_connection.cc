@@ -276,12 +276,17 @@ void ClientConnection::flushCorked() {
   if (h2_) {
     h2_->flushCorkedUpstreams();
     if (state_ == ConnectionState::Multiplexing) {
-      // The frames of this callback, into the same TLS records and write. (Once the connection
-      // finishes, its last frames went before close_notify: nothing may follow it.)
+      // The frames of this callback, into the same TLS records and write: nghttp2 hands them
+      // over a frame at a time, gathered here (corked) rather than sealed and written each.
+      // (Once the connection finishes, its last frames went before close_notify: nothing may
+      // follow it.)
+      transport_.cork();
       h2_->send();
+      transport_.uncork();  // (the flush below is this one's)
       if (closing()) {
         return;
       }
+      flushAudit();  // a stream that closed meanwhile: its record before its last bytes
     }
   }
   transport_.flush();

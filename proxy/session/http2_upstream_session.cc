@@ -58,6 +58,7 @@ struct Http2UpstreamSession::Callbacks {
       return 0;
     }
     // Over max_header_bytes: the exchange fails (502, or a cut), then nghttp2 resets the stream.
+    self(user_data).holdCorked(stream->host());
     Cork cork(stream->host());
     stream->onHeadTooLarge();
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -77,6 +78,7 @@ struct Http2UpstreamSession::Callbacks {
       return 0;
     }
     const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    session.holdCorked(stream->host());
     Cork cork(stream->host());
     if (frame->hd.type == NGHTTP2_HEADERS) {
       stream->onHeadersEnd(end_stream);
@@ -95,6 +97,7 @@ struct Http2UpstreamSession::Callbacks {
       nghttp2_session_consume_stream(s, stream_id, length);
       return 0;
     }
+    self(user_data).holdCorked(stream->host());
     Cork cork(stream->host());
     stream->onData(std::span<const char>(reinterpret_cast<const char*>(data), length));
     return 0;
@@ -108,6 +111,7 @@ struct Http2UpstreamSession::Callbacks {
       return 0;
     }
     session.streams_.erase(stream_id);
+    session.holdCorked(stream->host());
     Cork cork(stream->host());
     stream->onClosed(error_code);
     return 0;
@@ -254,6 +258,11 @@ void Http2UpstreamSession::onRead(io::TcpStream&, std::span<const char> data) {
   if (phase_ == Phase::Ended) {
     return;
   }
+  struct ReadBatch {
+    explicit ReadBatch(Http2UpstreamSession& s) : session(s) { session.reading_ = true; }
+    ~ReadBatch() { session.releaseCorks(); }
+    Http2UpstreamSession& session;
+  } batch(*this);
   tls::TlsSession& tls = *connection_->tls;
   tls.feed(data);
   const tls::ReadStatus status = tls.readEach([this](std::span<const char> plain) {
@@ -273,6 +282,26 @@ void Http2UpstreamSession::onRead(io::TcpStream&, std::span<const char> data) {
     return;
   }
   flush();
+}
+
+void Http2UpstreamSession::holdCorked(ExchangeHost& host) {
+  if (reading_ && std::find(corked_.begin(), corked_.end(), &host) == corked_.end()) {
+    host.cork();
+    corked_.push_back(&host);
+  }
+}
+
+void Http2UpstreamSession::releaseCorks() {
+  reading_ = false;
+  std::vector<ExchangeHost*> hosts;
+  hosts.swap(corked_);
+  for (ExchangeHost* host : hosts) {
+    host->uncork();  // (its connection is freed on a later turn at the earliest)
+  }
+  if (corked_.empty()) {
+    hosts.clear();
+    corked_.swap(hosts);  // the capacity, for the next read
+  }
 }
 
 void Http2UpstreamSession::receive(std::span<const char> plaintext) {
@@ -407,7 +436,7 @@ Http2UpstreamSession* Http2UpstreamSessions::find(const UpstreamKey& key) const 
   const auto [first, last] = sessions_.equal_range(key);
   for (auto it = first; it != last; ++it) {
     Http2UpstreamSession* s = it->second.get();
-    if (s->acceptsStreams() && (best == nullptr || s->streams() < best->streams())) {
+    if (s->acceptsStreams() && (best == nullptr || s->streams() > best->streams())) {
       best = s;
     }
   }

@@ -43,6 +43,7 @@
 
 namespace sluice::proxy::session {
 
+class ExchangeHost;
 class Http2UpstreamSessions;
 class Http2UpstreamStream;
 
@@ -116,6 +117,11 @@ class Http2UpstreamSession final : private io::TcpStream::Handler {
   void onClosed(io::TcpStream&) override {}  // (its connection closes in the pool)
 
   void receive(std::span<const char> plaintext);
+  // During a read (onRead), the client connections whose streams hear of it stay corked until
+  // the read is over: what a client is sent for all the responses of one read (heads, DATA,
+  // ends, and the audit records before them) goes out in one write, not a few per response.
+  void holdCorked(ExchangeHost& host);
+  void releaseCorks();
   void writeNow();
   void flushTls();
   Http2UpstreamStream* streamOf(std::int32_t id) const;
@@ -135,6 +141,8 @@ class Http2UpstreamSession final : private io::TcpStream::Handler {
   int depth_ = 0;              // calls into nghttp2 on the stack
   bool flush_wanted_ = false;  // a flush asked for while inside nghttp2
   bool ticket_kept_ = false;
+  bool reading_ = false;               // onRead is on the stack
+  std::vector<ExchangeHost*> corked_;  // held corked until it returns (deferred-freed: alive)
 };
 
 // The h2 sessions of one worker, by key.
@@ -145,7 +153,9 @@ class Http2UpstreamSessions {
   Http2UpstreamSessions(const Http2UpstreamSessions&) = delete;
   Http2UpstreamSessions& operator=(const Http2UpstreamSessions&) = delete;
 
-  // A session for `key` that takes another stream now (the least loaded), or nullptr.
+  // A session for `key` that takes another stream now, or nullptr: the busiest of those that
+  // do, so that streams share few connections (one read carries many responses, and what the
+  // client is sent for them goes out in one write) and the others go idle and are swept.
   Http2UpstreamSession* find(const UpstreamKey& key) const;
   // A connection whose origin agreed to h2 becomes a session; nullptr if nghttp2 failed (the
   // connection is closed).

@@ -306,5 +306,49 @@ TEST(TlsContextGroups, ASandboxOfferingOnlyDheSuitesOverTls12IsRefused) {
   EXPECT_FALSE(handshake(client.get(), server.get()));
 }
 
+// The suite each side agrees on (docs/wire.md#tls-toward-the-sandbox): AES-128-GCM first,
+// whatever order a sandbox lists the AES suites in, but ChaCha20 for a client that puts it first
+// (no AES instructions); toward origins, AES-128-GCM offered first.
+struct SuiteCase {
+  const char* tls13;  // the peer's TLS 1.3 suites, in its order
+  int version;
+  const char* agreed;
+};
+
+TEST(TlsContextSuites, TheSandboxSidePicksAes128GcmUnlessTheClientPrefersChaCha20) {
+  const SuiteCase cases[] = {
+      {"TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256", TLS1_3_VERSION,
+       "TLS_AES_128_GCM_SHA256"},  // OpenSSL's own client order
+      {"TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384", TLS1_3_VERSION, "TLS_AES_128_GCM_SHA256"},
+      {"TLS_AES_256_GCM_SHA384", TLS1_3_VERSION, "TLS_AES_256_GCM_SHA384"},
+      {"TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256", TLS1_3_VERSION,
+       "TLS_CHACHA20_POLY1305_SHA256"},
+      // TLS 1.2 (the peer offers every suite, AES-256 before AES-128 in OpenSSL's order).
+      {"TLS_AES_256_GCM_SHA384", TLS1_2_VERSION, "ECDHE-ECDSA-AES128-GCM-SHA256"},
+  };
+  SslCtxPtr server_ctx = makeServerContext();
+  ASSERT_TRUE(server_ctx);
+  for (const SuiteCase& c : cases) {
+    SslCtxPtr client_ctx = peer(false, "X25519:P-256", c.version, c.version);
+    ASSERT_EQ(SSL_CTX_set_ciphersuites(client_ctx.get(), c.tls13), 1) << c.tls13;
+    SslPtr client = endOf(client_ctx.get(), false);
+    SslPtr server = endOf(server_ctx.get(), true);
+    ASSERT_TRUE(handshake(client.get(), server.get())) << c.tls13;
+    EXPECT_STREQ(SSL_CIPHER_get_name(SSL_get_current_cipher(client.get())), c.agreed)
+        << c.tls13 << " over " << SSL_get_version(client.get());
+  }
+}
+
+TEST(TlsContextSuites, TheUpstreamSideOffersAes128GcmFirst) {
+  SslCtxPtr client_ctx = upstreamContext();
+  ASSERT_TRUE(client_ctx);
+  // An origin that follows the client's order (OpenSSL's default, and nginx's).
+  SslCtxPtr server_ctx = peer(true, "X25519");
+  SslPtr client = endOf(client_ctx.get(), false);
+  SslPtr server = endOf(server_ctx.get(), true);
+  ASSERT_TRUE(handshake(client.get(), server.get()));
+  EXPECT_STREQ(SSL_CIPHER_get_name(SSL_get_current_cipher(client.get())), "TLS_AES_128_GCM_SHA256");
+}
+
 }  // namespace
 }  // namespace sluice::proxy::tls

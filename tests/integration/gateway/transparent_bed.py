@@ -285,6 +285,25 @@ def parse_response(data):
         return None
 
 
+# Source ports for the sandbox's own test connections: a run of ports below the kernel's
+# ephemeral range (32768-60999, which curl and pip in the sandbox draw from), each used once. A
+# port used again within conntrack's TIME_WAIT memory (two minutes) toward another original
+# destination would clash, after the redirect, with the old connection's tuple to sluice's
+# transparent port, and the NAT would pick another source port: sluice would then rightly
+# record a client port the test's socket never had.
+_source_ports = iter(range(10000 + os.getpid() % 10000, 32768))
+
+
+def _bind_fresh(sock, family):
+    for port in _source_ports:
+        try:
+            sock.bind(("::" if family == socket.AF_INET6 else "0.0.0.0", port))
+            return
+        except OSError:
+            continue  # in use in this namespace: the next one
+    raise AssertionError("the bed ran out of fresh source ports")
+
+
 def exchange(sock, requests=(), sni=PLAIN, cafile=None, raw=None, pipeline=False,
              close_timeout=10, hello_chunks=None):
     """On a connection the sandbox opened: `raw` bytes (then read until close), or TLS with
@@ -356,12 +375,14 @@ class Env:
                               timeout=timeout, env=clean_env())
 
     def connect(self, host, port, timeout=10):
-        """A TCP connection opened from inside the sandbox."""
+        """A TCP connection opened from inside the sandbox, from a source port this bed has not
+        used before (_fresh_source_port): the record's `client` is then exactly the socket's."""
         def make():
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
             s = socket.socket(family, socket.SOCK_STREAM)
             try:
                 s.settimeout(timeout)
+                _bind_fresh(s, family)
                 s.connect((host, port))
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 return s

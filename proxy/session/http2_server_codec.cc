@@ -29,6 +29,13 @@ constexpr std::size_t kMaxContinuations = 8;
 // kOwnResetBurst resets, then kOwnResetRate a second, before GOAWAY ENHANCE_YOUR_CALM.
 constexpr double kOwnResetBurst = 100;
 constexpr double kOwnResetRate = 50;
+// PING and SETTINGS frames a client may send (their acknowledgements are sluice's to write): a
+// burst of kOwnControlBurst, then kOwnControlRate a second, before GOAWAY ENHANCE_YOUR_CALM.
+// nghttp2's own bound (1000 acknowledgements queued unsent) is not enough: sluice drains that
+// queue into its write buffer after every read, so a flood read a few frames at a time never
+// reaches it. Clients send a few (gRPC's BDP pings: at most ten a second; keep-alives).
+constexpr double kOwnControlBurst = 200;
+constexpr double kOwnControlRate = 100;
 // DATA frames that carry nothing and end nothing: no client needs them (each costs a frame's
 // processing and nothing else), so a connection may send this many in all.
 constexpr std::uint32_t kMaxEmptyData = 100;
@@ -245,18 +252,28 @@ void Http2ServerCodec::feed(std::span<const char> plaintext) {
   reportIdle();
 }
 
+bool Http2ServerCodec::TokenBucket::take(std::uint64_t now_ms, double burst, double rate) {
+  tokens = std::min(burst, tokens + rate * static_cast<double>(now_ms - refilled_ms) / 1000.0);
+  refilled_ms = now_ms;
+  if (tokens < 1) {
+    return false;
+  }
+  tokens -= 1;
+  return true;
+}
+
 bool Http2ServerCodec::flooded(const nghttp2_frame& frame) {
+  const bool ack = (frame.hd.flags & NGHTTP2_FLAG_ACK) != 0;
   if (frame.hd.type == NGHTTP2_RST_STREAM) {
-    const std::uint64_t now = uv_now(connection_.context().loop);
-    reset_tokens_ = std::min(
-        kOwnResetBurst,
-        reset_tokens_ + kOwnResetRate * static_cast<double>(now - reset_refilled_ms_) / 1000.0);
-    reset_refilled_ms_ = now;
-    if (reset_tokens_ < 1) {
+    if (!resets_.take(uv_now(connection_.context().loop), kOwnResetBurst, kOwnResetRate)) {
       flood_ = audit::Error::H2RapidReset;
       return true;
     }
-    reset_tokens_ -= 1;
+  } else if ((frame.hd.type == NGHTTP2_PING || frame.hd.type == NGHTTP2_SETTINGS) && !ack) {
+    if (!controls_.take(uv_now(connection_.context().loop), kOwnControlBurst, kOwnControlRate)) {
+      flood_ = audit::Error::H2ControlFlood;
+      return true;
+    }
   } else if (frame.hd.type == NGHTTP2_DATA && frame.hd.length == 0 &&
              (frame.hd.flags & NGHTTP2_FLAG_END_STREAM) == 0 && ++empty_data_ > kMaxEmptyData) {
     flood_ = audit::Error::H2EmptyData;

@@ -130,8 +130,8 @@ class Http2ServerCodec {
   // The sandbox made the connection fail: the streams cut short and the tunnel on record, then
   // done(). GOAWAY is already queued or sent.
   void fail(audit::Error error);
-  // A frame that is one too many of a flood nghttp2 does not count itself (resets at sluice's
-  // own rate, empty DATA frames): flood_ says which, and the connection ends.
+  // A frame that is one too many of a flood sluice counts itself (resets and PING/SETTINGS
+  // frames at its own rates, empty DATA frames): flood_ says which, and the connection ends.
   bool flooded(const nghttp2_frame& frame);
   // A stream ended since nghttp2 was last called: the connection hears it once nghttp2 has
   // returned (Http2Host::onStreamsIdle), if no stream is left.
@@ -153,8 +153,14 @@ class Http2ServerCodec {
   audit::Error flood_ = audit::Error::None;  // the flood that ends the connection, once one did
   // A connection error nghttp2 ended the session for on its own (its GOAWAY went out).
   audit::Error library_error_ = audit::Error::None;
-  double reset_tokens_ = 100;  // kOwnResetBurst
-  std::uint64_t reset_refilled_ms_ = 0;
+  // A budget of frames: `burst`, refilled at `rate` a second.
+  struct TokenBucket {
+    double tokens;
+    std::uint64_t refilled_ms = 0;
+    bool take(std::uint64_t now_ms, double burst, double rate);
+  };
+  TokenBucket resets_{100};    // kOwnResetBurst
+  TokenBucket controls_{200};  // kOwnControlBurst
   std::uint32_t empty_data_ = 0;
 };
 

@@ -292,16 +292,11 @@ void Http2UpstreamSession::holdCorked(ExchangeHost& host) {
 }
 
 void Http2UpstreamSession::releaseCorks() {
-  reading_ = false;
-  std::vector<ExchangeHost*> hosts;
-  hosts.swap(corked_);
-  for (ExchangeHost* host : hosts) {
+  reading_ = false;  // (so nothing an uncork sets off adds to corked_ while it is walked)
+  for (ExchangeHost* host : corked_) {
     host->uncork();  // (its connection is freed on a later turn at the earliest)
   }
-  if (corked_.empty()) {
-    hosts.clear();
-    corked_.swap(hosts);  // the capacity, for the next read
-  }
+  corked_.clear();  // the capacity stays, for the next read
 }
 
 void Http2UpstreamSession::receive(std::span<const char> plaintext) {

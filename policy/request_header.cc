@@ -190,6 +190,23 @@ RequestHeaderClass classifyRequestHeader(std::string_view name) {
   return C::EndToEnd;
 }
 
+bool isForwardableRequestTrailer(std::string_view name) {
+  // Folded names, compared as the table compares: a name read by CGI as another is that name.
+  static constexpr std::string_view kNotInTrailers[] = {
+      "authorization", "cookie", "cache-control", "expect", "max-forwards", "pragma", "range",
+  };
+  if (!isEndToEndRequestHeader(name) || startsWithFolded(name, "content-") ||
+      startsWithFolded(name, "if-")) {
+    return false;
+  }
+  for (std::string_view listed : kNotInTrailers) {
+    if (sameRequestHeaderName(name, listed)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool sameRequestHeaderName(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) {
     return false;

@@ -39,6 +39,15 @@ inline bool isEndToEndRequestHeader(std::string_view name) {
   return classifyRequestHeader(name) == RequestHeaderClass::EndToEnd;
 }
 
+// Whether a field of the sandbox's request trailers may reach the origin: an end-to-end field
+// (above) that RFC 9110 section 6.5.1 does not keep out of a trailer section: no framing or
+// routing, no request modifier (Cache-Control, Expect, Max-Forwards, Pragma, Range, If-*), no
+// authentication (Authorization, Cookie), nothing that says how to process the content
+// (Content-*). Some origins merge trailers into the head they hand an application: a trailer
+// must not make a request read otherwise than the head the policy checked
+// (docs/wire.md#request-trailers).
+bool isForwardableRequestTrailer(std::string_view name);
+
 // Whether two header names are the same field as the table reads names: ASCII
 // case-insensitively, with '_' taken for '-'.
 bool sameRequestHeaderName(std::string_view a, std::string_view b);

@@ -97,6 +97,16 @@ void visitForwardedFields(const RequestHead& head, std::span<const HeaderField> 
   }
 }
 
+void visitForwardedTrailers(const HeaderBlock& trailers, std::span<const HeaderField> extra,
+                            ForwardedFieldVisitor& visitor) {
+  for (std::size_t i = 0; i < trailers.size(); ++i) {
+    const std::string_view name = trailers.name(i);
+    if (policy::isForwardableRequestTrailer(name) && !isReplaced(extra, name)) {
+      visitor.field(name, trailers.value(i), false);
+    }
+  }
+}
+
 void writeRequestHead(std::string& out, const RequestHead& head, std::string_view origin_target,
                       std::string_view host_value, std::span<const HeaderField> extra,
                       Upgrade upgrade) {
@@ -213,6 +223,20 @@ void writeLastChunk(std::string& out, const HeaderBlock& trailers) {
     }
     appendCleanField(out, name, trailers.value(i));
   }
+  out.append("\r\n");
+}
+
+void writeRequestLastChunk(std::string& out, const HeaderBlock& trailers,
+                           std::span<const HeaderField> extra) {
+  struct Writer final : ForwardedFieldVisitor {
+    explicit Writer(std::string& o) : out(o) {}
+    void field(std::string_view name, std::string_view value, bool) override {
+      appendCleanField(out, name, value);
+    }
+    std::string& out;
+  } writer(out);
+  out.append("0\r\n");
+  visitForwardedTrailers(trailers, extra, writer);
   out.append("\r\n");
 }
 

@@ -40,6 +40,13 @@ class ForwardedFieldVisitor {
 void visitForwardedFields(const RequestHead& head, std::span<const HeaderField> extra,
                           ForwardedFieldVisitor& visitor);
 
+// The fields of the sandbox's request trailers an origin gets, in order: those
+// policy::isForwardableRequestTrailer allows, less any named in `extra` (the rule's injected
+// fields: nothing of the sandbox's may sit beside an injected secret). Never `extra` itself: a
+// secret goes in the head only (docs/wire.md#request-trailers).
+void visitForwardedTrailers(const HeaderBlock& trailers, std::span<const HeaderField> extra,
+                            ForwardedFieldVisitor& visitor);
+
 // "METHOD origin_target HTTP/1.1", then "Host: host_value", then the client's fields in order
 // except those policy::isEndToEndRequestHeader refuses (Host, Content-Length, hop-by-hop,
 // Proxy-*, routing and client claims), those its Connection fields name, and any field named in
@@ -82,6 +89,10 @@ inline constexpr std::string_view kLastChunk = "0\r\n\r\n";
 // The last chunk with a trailer section: `trailers` less the fields no trailer may carry
 // (hop-by-hop and framing fields, names that are not tokens; bytes a value cannot hold left out).
 void writeLastChunk(std::string& out, const HeaderBlock& trailers);
+// The last chunk of a request body: the trailer fields visitForwardedTrailers() passes (bytes a
+// value cannot hold left out).
+void writeRequestLastChunk(std::string& out, const HeaderBlock& trailers,
+                           std::span<const HeaderField> extra);
 // Header, data and CRLF in one go; nothing for empty data.
 void writeChunk(std::string& out, std::span<const char> data);
 

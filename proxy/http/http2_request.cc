@@ -64,6 +64,9 @@ void Http2RequestBuilder::reset() {
   head_.upgrade_requested = false;  // (extendedConnect() speaks of this stream only)
   head_.websocket_upgrade = false;
   refusal_ = Http2Refusal{};
+  trailers_.clear();
+  trailer_bytes_ = 0;
+  trailers_state_ = Trailers::None;
 }
 
 Http2RequestBuilder::Slice Http2RequestBuilder::keep(std::string_view value) {
@@ -155,6 +158,35 @@ bool Http2RequestBuilder::add(std::string_view name, std::string_view value) {
     grpc_ = true;
   }
   head_.headers.add(name, value);
+  return true;
+}
+
+bool Http2RequestBuilder::addTrailer(std::string_view name, std::string_view value) {
+  if (trailers_state_ == Trailers::Malformed) {
+    return false;
+  }
+  if (trailers_state_ == Trailers::None) {
+    trailers_state_ = Trailers::Ready;
+  }
+  trailer_bytes_ += name.size() + value.size() + 32;
+  if (trailer_bytes_ > max_list_bytes_) {
+    trailers_state_ = Trailers::TooLarge;
+    trailers_.clear();  // nothing more of it is kept
+    return true;
+  }
+  if (trailers_state_ == Trailers::TooLarge) {
+    return true;
+  }
+  const char* problem = http2FieldProblem(name, value);
+  if (problem == nullptr && name.front() == ':') {
+    problem = "a pseudo-header in a trailer section";
+  }
+  if (problem != nullptr) {
+    malformed(problem);
+    trailers_state_ = Trailers::Malformed;
+    return false;
+  }
+  trailers_.add(name, value);
   return true;
 }
 

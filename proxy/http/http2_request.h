@@ -64,6 +64,16 @@ class Http2RequestBuilder {
   Outcome finish(bool end_stream);
 
   const RequestHead& head() const { return head_; }
+
+  // How the stream's trailer section (a HEADERS block after the head, which ends the stream)
+  // stands: none came, it is whole, over the list bound (the same bound as the head's), or
+  // malformed (a pseudo-header, or a field RFC 9113 §8.2 refuses).
+  enum class Trailers : std::uint8_t { None, Ready, TooLarge, Malformed };
+  // One trailer field as decoded. False: the section is malformed (stop feeding).
+  bool addTrailer(std::string_view name, std::string_view value);
+  Trailers trailersState() const { return trailers_state_; }
+  // The fields of a Ready section (docs/wire.md#request-trailers says which go on).
+  const HeaderBlock& trailers() const { return trailers_; }
   // The head is an extended CONNECT (RFC 8441): the stream is a WebSocket once accepted.
   bool extendedConnect() const { return head_.websocket_upgrade; }
   const Http2Refusal& refusal() const { return refusal_; }
@@ -76,6 +86,7 @@ class Http2RequestBuilder {
   // Whether the request is gRPC (content-type application/grpc...): its refusals are gRPC
   // statuses (docs/wire.md#grpc).
   bool grpc() const { return grpc_; }
+  // Why the head, or else the trailer section, is malformed.
   std::string_view malformation() const { return malformed_; }
 
  private:
@@ -103,6 +114,9 @@ class Http2RequestBuilder {
   std::string_view malformed_;
   RequestHead head_;
   Http2Refusal refusal_;
+  HeaderBlock trailers_;
+  std::size_t trailer_bytes_ = 0;
+  Trailers trailers_state_ = Trailers::None;
 };
 
 // RFC 9113 §8.2.1-8.2.2 for one field: a lower-case token name (or a known pseudo-header name)

@@ -31,8 +31,14 @@ void injectedFields(const policy::Rule* rule, const SecretValues& secrets,
 const policy::Secret* misusedInHead(std::span<const policy::Secret> secrets,
                                     const policy::Rule* rule, const http::RequestHead& head) {
   const policy::Secret* misused = policy::misusedSecret(secrets, rule, head.target);
-  for (std::size_t i = 0; misused == nullptr && i < head.headers.size(); ++i) {
-    misused = policy::misusedSecret(secrets, rule, head.headers.value(i));
+  return misused != nullptr ? misused : misusedInFields(secrets, rule, head.headers);
+}
+
+const policy::Secret* misusedInFields(std::span<const policy::Secret> secrets,
+                                      const policy::Rule* rule, const http::HeaderBlock& fields) {
+  const policy::Secret* misused = nullptr;
+  for (std::size_t i = 0; misused == nullptr && i < fields.size(); ++i) {
+    misused = policy::misusedSecret(secrets, rule, fields.value(i));
   }
   return misused;
 }

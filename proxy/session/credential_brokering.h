@@ -30,6 +30,11 @@ void injectedFields(const policy::Rule* rule, const SecretValues& secrets,
 const policy::Secret* misusedInHead(std::span<const policy::Secret> secrets,
                                     const policy::Rule* rule, const http::RequestHead& head);
 
+// The first secret whose placeholder a value of `fields` (a request's trailers) carries and
+// `rule` does not inject, or null.
+const policy::Secret* misusedInFields(std::span<const policy::Secret> secrets,
+                                      const policy::Rule* rule, const http::HeaderBlock& fields);
+
 // The answer has a body with a content coding other than identity (gzip, br, an encrypted
 // one...): an echoed secret in it could not be masked.
 bool codedBody(const http::ResponseHead& head);

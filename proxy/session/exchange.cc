@@ -57,6 +57,7 @@ void Exchange::beginRecord(bool hash) {
   framing_ = http::BodyFraming::None;
   matched_rule_ = nullptr;
   request_end_ = RequestEnd::Pending;
+  request_trailers_ = nullptr;
   upgrade_ = http::Upgrade::None;
   origin_ = UpstreamOrigin::Dialled;
   after_ = UpstreamAfter::Keep;
@@ -217,10 +218,7 @@ void Exchange::finishHolding() {
   scanned = scanned.substr(0, kBodyScanBytes);
   const policy::Rule* rule = matched_rule_;
   if (const policy::Secret* misused = policy::misusedSecret(config().secrets, rule, scanned)) {
-    deny(policy::Reason::SecretMisuse,
-         "the request body carries the placeholder of secret '" + misused->name + "', which " +
-             (rule != nullptr ? "rule '" + rule->name + "' does not inject"
-                              : std::string("no rule injects here")));
+    deny(policy::Reason::SecretMisuse, misuseDetail("the request body carries", *misused));
     return;
   }
   acquireUpstream(decideRequest({}, false));
@@ -233,16 +231,42 @@ bool Exchange::refuseSecretMisuse() {
   if (secrets.empty()) {
     return false;
   }
-  const policy::Rule* rule = matched_rule_;
-  const policy::Secret* misused = misusedInHead(secrets, rule, *head_);
+  const policy::Secret* misused = misusedInHead(secrets, matched_rule_, *head_);
   if (misused == nullptr) {
     return false;
   }
-  deny(policy::Reason::SecretMisuse,
-       "the request carries the placeholder of secret '" + misused->name + "', which " +
-           (rule != nullptr ? "rule '" + rule->name + "' does not inject"
-                            : std::string("no rule injects here")));
+  deny(policy::Reason::SecretMisuse, misuseDetail("the request carries", *misused));
   return true;
+}
+
+// The request's head and perhaps its body went upstream already: before its answer began, the
+// sandbox gets 403 secret_misuse; after, its stream is cut. Either way the upstream never gets
+// the request's end (an HTTP/1.1 connection is closed mid-body, an HTTP/2 stream reset), so
+// an origin never acts on a request whose trailers carried the placeholder.
+bool Exchange::refuseMisusedTrailers(const http::HeaderBlock& trailers) {
+  const auto& secrets = config().secrets;
+  if (secrets.empty() || state_ == ExchangeState::FinishingRequest) {
+    return false;  // (FinishingRequest: the rest of the request goes nowhere)
+  }
+  const policy::Secret* misused = misusedInFields(secrets, matched_rule_, trailers);
+  if (misused == nullptr) {
+    return false;
+  }
+  const std::string detail = misuseDetail("the request's trailers carry", *misused);
+  if (!responseBegun()) {
+    deny(policy::Reason::SecretMisuse, detail);
+    return true;
+  }
+  record_.verdict = policy::Verdict::Deny;
+  upstreamFailed(policy::Reason::SecretMisuse, detail);
+  return true;
+}
+
+std::string Exchange::misuseDetail(std::string_view where, const policy::Secret& secret) const {
+  const policy::Rule* rule = matched_rule_;
+  return std::string(where) + " the placeholder of secret '" + secret.name + "', which " +
+         (rule != nullptr ? "rule '" + rule->name + "' does not inject"
+                          : std::string("no rule injects here"));
 }
 
 bool Exchange::holdsMore() const {

@@ -102,7 +102,10 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   // The connector resolves, dials or handshakes: the request waits.
   bool connectorWorking() const { return connector_.working(); }
   void onRequestBody(std::span<const char> data);
-  void onRequestEnd();
+  // The request's end, with its trailer fields (null: none; valid until the exchange is over:
+  // the codec keeps them), forwarded where the upstream's framing has room
+  // (docs/wire.md#request-trailers).
+  void onRequestEnd(const http::HeaderBlock* trailers = nullptr);
   // HoldingBody is over (64 KiB held, or the whole body): scan, then deny or go upstream.
   bool holdingDone() const;
   void finishHolding();
@@ -167,6 +170,11 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   // A placeholder in the target or a header value, of a secret the matched rule does not
   // inject: secret_misuse (true).
   bool refuseSecretMisuse();
+  // The same in the request's trailers, read after its head went upstream: the origin never
+  // gets the request's end (true).
+  bool refuseMisusedTrailers(const http::HeaderBlock& trailers);
+  // secret_misuse's detail: `where` carries the placeholder of `secret`.
+  std::string misuseDetail(std::string_view where, const policy::Secret& secret) const;
   void acquireUpstream(const policy::Decision& decision);
   // The upstream is ready: the channel is attached (`rule`: the one whose `inject` applies).
   void upstreamAttached(std::optional<const policy::Rule*> rule);
@@ -196,6 +204,7 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   // one whose `inject` applies.
   const policy::Rule* matched_rule_ = nullptr;
   RequestEnd request_end_ = RequestEnd::Pending;
+  const http::HeaderBlock* request_trailers_ = nullptr;  // with the request's end, if any
   // WebSocket: the request asked for one and was allowed it; asked of the origin.
   http::Upgrade upgrade_ = http::Upgrade::None;
   UpstreamOrigin origin_ = UpstreamOrigin::Dialled;

@@ -123,7 +123,7 @@ void Exchange::startForwarding() {
   }
   if (request_end_ == RequestEnd::Read) {
     // The whole body was held, or a bodiless request is sent again: its end is here already.
-    channel_->sendEnd();
+    channel_->sendEnd(request_trailers_, inject_fields_);
     transition(ExchangeState::AwaitingResponse);
   }
   host_.noteProgress();
@@ -170,14 +170,20 @@ bool Exchange::takesBody() const {
   }
 }
 
-void Exchange::onRequestEnd() {
+void Exchange::onRequestEnd(const http::HeaderBlock* trailers) {
+  if (trailers != nullptr && !trailers->empty()) {
+    request_trailers_ = trailers;
+    if (refuseMisusedTrailers(*trailers)) {
+      return;
+    }
+  }
   switch (state_) {
     case ExchangeState::HoldingBody:
       request_end_ = RequestEnd::Read;  // sent, with its end, when forwarding starts
       return;
     case ExchangeState::SendingRequest:
     case ExchangeState::RespondingWhileSending:
-      channel_->sendEnd();
+      channel_->sendEnd(request_trailers_, inject_fields_);
       transition(state_ == ExchangeState::SendingRequest ? ExchangeState::AwaitingResponse
                                                          : ExchangeState::Responding);
       return;

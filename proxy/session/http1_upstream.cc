@@ -75,10 +75,20 @@ void Http1Upstream::sendBody(std::span<const char> data) {
   }
 }
 
-void Http1Upstream::sendEnd() {
-  if (framing_ == http::BodyFraming::Chunked) {
-    send(http::kLastChunk);
+// A body with a Content-Length has no place for trailers in HTTP/1.1: they are dropped there
+// (RFC 9110 section 6.5.1 lets a recipient discard them).
+void Http1Upstream::sendEnd(const http::HeaderBlock* trailers,
+                            std::span<const http::HeaderField> inject) {
+  if (framing_ != http::BodyFraming::Chunked) {
+    return;
   }
+  if (trailers == nullptr || trailers->empty()) {
+    send(http::kLastChunk);
+    return;
+  }
+  scratch_.clear();
+  http::writeRequestLastChunk(scratch_, *trailers, inject);
+  send(scratch_);
 }
 
 void Http1Upstream::endWriting() {

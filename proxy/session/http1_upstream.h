@@ -46,7 +46,8 @@ class Http1Upstream final : public UpstreamChannel,
   void sendHead(const http::RequestHead& head, std::string_view target, std::string_view host,
                 std::span<const http::HeaderField> inject) override;
   void sendBody(std::span<const char> data) override;
-  void sendEnd() override;
+  void sendEnd(const http::HeaderBlock* trailers,
+               std::span<const http::HeaderField> inject) override;
   void endWriting() override;
   void flushCorked() override;
   bool backedUp() const override { return connection_ && connection_->stream.backedUp(); }

@@ -105,11 +105,14 @@ struct Http2ServerCodec::Callbacks {
     if (stream == nullptr || frame->hd.type != NGHTTP2_HEADERS) {
       return 0;
     }
-    if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
-      return 0;  // request trailers: not forwarded to an HTTP/1.1 origin (docs/wire.md#http2)
-    }
     const std::string_view n(reinterpret_cast<const char*>(name), name_length);
     const std::string_view v(reinterpret_cast<const char*>(value), value_length);
+    if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
+      // The request's trailers: checked and bounded like a head, acted on when they end the
+      // stream (nghttp2 resets a later HEADERS that does not end it).
+      stream->request().addTrailer(n, v);
+      return 0;
+    }
     // A malformed field makes add() false and the head Malformed when it ends: nghttp2 is not
     // told to reset here, so the stream's record is written first.
     stream->request().add(n, v);

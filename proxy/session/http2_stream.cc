@@ -220,10 +220,36 @@ void Http2Stream::onData(std::span<const char> data) {
 }
 
 void Http2Stream::onEndOfRequest() {
-  if (request_side_ == RequestSide::Receiving) {
-    request_side_ = RequestSide::Ended;
+  if (request_side_ != RequestSide::Receiving) {
+    return;  // (Discarding: answered already, the rest goes nowhere)
+  }
+  request_side_ = RequestSide::Ended;
+  using Trailers = http::Http2RequestBuilder::Trailers;
+  const Trailers trailers = request_.trailersState();
+  if ((trailers == Trailers::Malformed || trailers == Trailers::TooLarge) && exchange_.inFlight()) {
+    refuseTrailers(trailers == Trailers::Malformed);
+    return;
   }
   deliverHeld();
+}
+
+// A trailer section sluice will not pass on ends the request there: its upstream never gets
+// the request's end. Malformed (RFC 9113 §8.1.1): a stream error, on record as bad_request.
+// Over max_header_bytes: 431 header_too_large while no answer began, else the stream is cut.
+void Http2Stream::refuseTrailers(bool malformed) {
+  if (!malformed && !exchange_.responseBegun()) {
+    exchange_.deny(policy::Reason::HeaderTooLarge,
+                   "the request's trailer section is over max_header_bytes");
+    return;
+  }
+  SPDLOG_DEBUG("[C{}] stream {} trailers refused: {}", facts().id, id_,
+               malformed ? request_.malformation() : "over max_header_bytes");
+  RequestRecord& record = exchange_.record();
+  record.verdict = policy::Verdict::Deny;
+  record.refusal = malformed ? policy::Reason::BadRequest : policy::Reason::HeaderTooLarge;
+  resetStream(malformed ? NGHTTP2_PROTOCOL_ERROR : NGHTTP2_INTERNAL_ERROR);
+  exchange_.abandon();
+  exchange_.dropUpstream();
 }
 
 // Handed over whole: the exchange holds or forwards it (the upstream queue takes what it cannot
@@ -255,7 +281,8 @@ void Http2Stream::deliverHeld() {
   }
   if (held_.empty() && request_side_ == RequestSide::Ended && takesEnd()) {
     request_side_ = RequestSide::Delivered;
-    exchange_.onRequestEnd();
+    const bool trailers = request_.trailersState() == http::Http2RequestBuilder::Trailers::Ready;
+    exchange_.onRequestEnd(trailers ? &request_.trailers() : nullptr);
   }
   if (!closing() && exchange_.holdingDone()) {
     exchange_.finishHolding();
@@ -300,10 +327,14 @@ void Http2Stream::onClosed(std::uint32_t error_code) {
     // with what was sent so far; its upstream cannot be reused.
     SPDLOG_DEBUG("[C{}] stream {} closed in flight (error {})", facts().id, id_, error_code);
     const http::RequestHead& head = request_.head();
-    if (error_code == NGHTTP2_PROTOCOL_ERROR && head.framing == http::BodyFraming::ContentLength &&
-        received_ != head.content_length) {
-      // nghttp2 reset it: its DATA broke the content-length (RFC 9113 §8.1.1). A bad request
-      // body, on record as HTTP/1.1's malformed chunked body is; the origin never got it whole.
+    const bool length_broken =
+        head.framing == http::BodyFraming::ContentLength && received_ != head.content_length;
+    if (error_code == NGHTTP2_PROTOCOL_ERROR &&
+        (length_broken || request_side_ == RequestSide::Receiving)) {
+      // nghttp2 reset it mid-request: its DATA broke the content-length, or its trailer section
+      // was malformed (RFC 9113 §8.1.1; nghttp2 checks those fields before sluice sees any). A
+      // bad request, on record as HTTP/1.1's malformed chunked body is; the origin never got it
+      // whole.
       exchange_.record().verdict = policy::Verdict::Deny;
       exchange_.record().refusal = policy::Reason::BadRequest;
     }

@@ -126,6 +126,8 @@ class Http2Stream final : public Downstream, private ExchangeHost {
   bool handOverHeld();
   // An extended CONNECT's request side: its end at once, then the WebSocket's bytes.
   void relayWebSocket();
+  // The request's trailer section is malformed, or over the bound: the request ends there.
+  void refuseTrailers(bool malformed);
   // Drops what is held, giving its window back.
   void dropHeld();
   // The record of a stream refused before its exchange began: what its head showed.

@@ -41,6 +41,9 @@ struct Http2UpstreamSession::Callbacks {
     const long n = stream->readRequest(buf, length, eof);
     if (eof) {
       *flags |= NGHTTP2_DATA_FLAG_EOF;
+      if (stream->submitTrailers()) {
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;  // the trailers' HEADERS ends the stream
+      }
     }
     return n;
   }
@@ -216,6 +219,10 @@ std::int32_t Http2UpstreamSession::submitRequest(Http2UpstreamStream& stream,
     streams_[id] = &stream;
   }
   return id;
+}
+
+bool Http2UpstreamSession::submitTrailer(std::int32_t id, std::span<const nghttp2_nv> nva) {
+  return session_ != nullptr && nghttp2_submit_trailer(session_, id, nva.data(), nva.size()) == 0;
 }
 
 void Http2UpstreamSession::resumeData(std::int32_t id) {

@@ -82,6 +82,8 @@ class Http2UpstreamSession final : private io::TcpStream::Handler {
   std::int32_t submitRequest(Http2UpstreamStream& stream, std::span<const nghttp2_nv> nva,
                              bool with_body);
   void resumeData(std::int32_t id);
+  // The stream's trailers, from inside its DATA read (nghttp2 sends them after that DATA).
+  bool submitTrailer(std::int32_t id, std::span<const nghttp2_nv> nva);
   // The stream's channel lets it go; with `reset` it is reset (CANCEL) unless nghttp2 has
   // closed it: nobody waits for its answer, or the request will not be finished.
   void forget(std::int32_t id, bool reset);

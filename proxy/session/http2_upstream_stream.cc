@@ -43,6 +43,18 @@ bool asksForTrailers(const http::HeaderBlock& headers) {
   return false;
 }
 
+// Adds each forwarded field HTTP/2 can carry; the others are left out, never translated.
+class CheckedFields final : public http::ForwardedFieldVisitor {
+ public:
+  explicit CheckedFields(Http2Fields& fields) : fields_(fields) {}
+  void field(std::string_view name, std::string_view value, bool) override {
+    fields_.addChecked(name, value);
+  }
+
+ private:
+  Http2Fields& fields_;
+};
+
 }  // namespace
 
 Http2UpstreamStream::Http2UpstreamStream(ExchangeHost& host, UpstreamEvents& events,
@@ -69,6 +81,7 @@ void Http2UpstreamStream::attachTo(Http2UpstreamSession& session, std::string_vi
   response_head_.reset(head_request_);
   out_.clear();
   out_offset_ = 0;
+  trailers_.clear();
 }
 
 // --- the request
@@ -89,13 +102,7 @@ void Http2UpstreamStream::sendHead(const http::RequestHead& head, std::string_vi
   fields_.add(":scheme", "https");
   fields_.add(":authority", host);
   fields_.add(":path", target);
-  struct Adder final : http::ForwardedFieldVisitor {
-    explicit Adder(Http2Fields& f) : fields(f) {}
-    void field(std::string_view name, std::string_view value, bool) override {
-      fields.addChecked(name, value);  // what HTTP/2 cannot carry is left out, never translated
-    }
-    Http2Fields& fields;
-  } adder(fields_);
+  CheckedFields adder(fields_);
   http::visitForwardedFields(head, inject, adder);
   if (head.framing == http::BodyFraming::ContentLength) {
     char digits[20];
@@ -132,11 +139,17 @@ void Http2UpstreamStream::sendBody(std::span<const char> data) {
   wantFlush();
 }
 
-void Http2UpstreamStream::sendEnd() {
+void Http2UpstreamStream::sendEnd(const http::HeaderBlock* trailers,
+                                  std::span<const http::HeaderField> inject) {
   if (session_ == nullptr || request_ended_) {
     return;
   }
   request_ended_ = true;
+  trailers_.clear();
+  if (trailers != nullptr && body_) {
+    CheckedFields adder(trailers_);
+    http::visitForwardedTrailers(*trailers, inject, adder);
+  }
   session_->resumeData(id_);
   wantFlush();
 }
@@ -176,6 +189,13 @@ long Http2UpstreamStream::readRequest(std::uint8_t* buf, std::size_t length, boo
     }
   }
   return static_cast<long>(n);
+}
+
+bool Http2UpstreamStream::submitTrailers() {
+  if (trailers_.empty() || session_ == nullptr) {
+    return false;
+  }
+  return session_->submitTrailer(id_, trailers_.nva());
 }
 
 // Const to the exchange, which asks; a stream that says yes is told when the answer changes.
@@ -343,6 +363,7 @@ void Http2UpstreamStream::releaseBuffers() {
   std::string().swap(out_);
   out_offset_ = 0;
   fields_.release();
+  trailers_.release();
 }
 
 }  // namespace sluice::proxy::session

@@ -46,8 +46,9 @@ class Http2UpstreamStream final : public UpstreamChannel {
   void sendHead(const http::RequestHead& head, std::string_view target, std::string_view host,
                 std::span<const http::HeaderField> inject) override;
   void sendBody(std::span<const char> data) override;
-  void sendEnd() override;
-  void endWriting() override { sendEnd(); }
+  void sendEnd(const http::HeaderBlock* trailers,
+               std::span<const http::HeaderField> inject) override;
+  void endWriting() override { sendEnd(nullptr, {}); }
   void flushCorked() override;
   void discardCorked() override {}
   bool backedUp() const override;
@@ -75,6 +76,9 @@ class Http2UpstreamStream final : public UpstreamChannel {
   void onSessionEnded(std::string_view why);
   // nghttp2 pulls request DATA: up to `length` bytes into `buf`; `eof` at the body's end.
   long readRequest(std::uint8_t* buf, std::size_t length, bool& eof);
+  // At the body's end: the request's trailers, if any go on, are submitted (true); their
+  // HEADERS ends the stream.
+  bool submitTrailers();
   // The session's writes drained: if the request side was over kHighWater and is no longer,
   // the client is read again; if it still is, the stream waits for the next drain.
   void reportDrainedIfSo();
@@ -112,6 +116,7 @@ class Http2UpstreamStream final : public UpstreamChannel {
   std::size_t unconsumed_ = 0;    // response bytes delivered while the client was backed up
   http::Http2ResponseBuilder response_head_;  // the response as it comes
   Http2Fields fields_;  // the request head being submitted
+  Http2Fields trailers_;  // the request's trailers, submitted after its last DATA
   std::string out_;     // request body bytes not yet pulled into DATA
   std::size_t out_offset_ = 0;
 };

@@ -41,9 +41,13 @@ class UpstreamChannel {
   // Host `host`, and `inject` in place of the sandbox's fields of the same names.
   virtual void sendHead(const http::RequestHead& head, std::string_view target,
                         std::string_view host, std::span<const http::HeaderField> inject) = 0;
-  // Body bytes (decoded), in the framing the request is forwarded with; then its end.
+  // Body bytes (decoded), in the framing the request is forwarded with; then its end, with the
+  // sandbox's trailer fields (null: none) less those no origin gets from it and those named in
+  // `inject` (http::visitForwardedTrailers), where the framing has room for them
+  // (docs/wire.md#request-trailers).
   virtual void sendBody(std::span<const char> data) = 0;
-  virtual void sendEnd() = 0;
+  virtual void sendEnd(const http::HeaderBlock* trailers,
+                       std::span<const http::HeaderField> inject) = 0;
   // The client ended its side of a WebSocket: what is queued for the origin goes, then the
   // origin gets the end of the stream (close_notify, FIN); its side is read on until it closes.
   virtual void endWriting() = 0;

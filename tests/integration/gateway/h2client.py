@@ -312,6 +312,11 @@ class H2Tunnel:
                 return
             self._flush()
 
+    def send_trailers(self, stream_id, headers):
+        """The trailer section `headers` (a HEADERS frame that ends the stream)."""
+        self.conn.send_headers(stream_id, list(headers), end_stream=True)
+        self._flush()
+
     def cancel(self, stream_id, error_code=0x8):
         """RST_STREAM (CANCEL by default): the client gives up on a stream."""
         self.conn.reset_stream(stream_id, error_code)

@@ -84,5 +84,48 @@ TEST(ClassifyRequestHeader, OnlyTheFirstBytesOfALongNameAreRead) {
   EXPECT_TRUE(isEndToEndRequestHeader(""));
 }
 
+// RFC 9110 section 6.5.1: what no trailer may carry, every family the head drops, and what a
+// trailer is for (checksums, signatures, gRPC's and application fields).
+TEST(RequestTrailer, FieldsATrailerMayNotCarryStayOut) {
+  for (std::string_view name : {"Content-Length",
+                                "content-type",
+                                "Content-Encoding",
+                                "content_md5",
+                                "CONTENT-RANGE",
+                                "Host",
+                                "Transfer-Encoding",
+                                "TE",
+                                "Trailer",
+                                "Connection",
+                                "Authorization",
+                                "cookie",
+                                "Cache-Control",
+                                "Expect",
+                                "Max-Forwards",
+                                "pragma",
+                                "Range",
+                                "If-Match",
+                                "if_none_match",
+                                "If-Modified-Since",
+                                "If-Range",
+                                "Proxy-Authorization",
+                                "Proxy-Foo",
+                                "X-Forwarded-Host",
+                                "x_original_url",
+                                "X-HTTP-Method-Override",
+                                "X-Real-IP",
+                                "X-Envoy-Retry-On",
+                                "Forwarded"}) {
+    EXPECT_FALSE(isForwardableRequestTrailer(name)) << name;
+  }
+  for (const Row& row : kFamily) {
+    EXPECT_FALSE(isForwardableRequestTrailer(row.name)) << row.name;
+  }
+  for (std::string_view name : {"x-checksum", "Digest", "Content", "ifx", "grpc-status",
+                                "x-signature", "authorization-hint", "Cookies", "Rangefinder"}) {
+    EXPECT_TRUE(isForwardableRequestTrailer(name)) << name;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::policy

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "proxy/http/request_parser.h"
@@ -345,6 +346,34 @@ TEST(HeadWriter, RechunkedBodyParsesBack) {
   e = parser.feed(rest, sink);
   EXPECT_EQ(e.kind, EventKind::MessageComplete);
   EXPECT_EQ(sink.got, body);
+}
+
+// docs/wire.md#request-trailers: what a trailer may carry to the origin, in the order sent.
+TEST(HeadWriter, RequestLastChunkCarriesOnlyTheTrailersAnOriginMayGet) {
+  HeaderBlock trailers;
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"x-checksum", "c1"},
+                                                        {"X-Forwarded-Host", "evil.test"},
+                                                        {"authorization", "Bearer x"},
+                                                        {"Content-Type", "text/evil"},
+                                                        {"cookie", "a=b"},
+                                                        {"proxy-foo", "x"},
+                                                        {"if-match", "*"},
+                                                        {"transfer-encoding", "chunked"},
+                                                        {"host", "evil.test"},
+                                                        {"X-Api-Key", "attacker"},
+                                                        {"x-note", std::string("a\r\nInjected: 1")},
+                                                        {"bad name", "v"},
+                                                        {"x-signature", "s2"}}) {
+    trailers.add(name, value);
+  }
+  const std::vector<HeaderField> inject = {{"x-api-key", "secret"}};
+  std::string out;
+  writeRequestLastChunk(out, trailers, inject);
+  EXPECT_EQ(out, "0\r\nx-checksum: c1\r\nx-note: aInjected: 1\r\nx-signature: s2\r\n\r\n");
+  out.clear();
+  writeRequestLastChunk(out, HeaderBlock(), inject);
+  EXPECT_EQ(out, kLastChunk);
 }
 
 TEST(HeadWriter, HopByHopNames) {

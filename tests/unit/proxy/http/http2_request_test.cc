@@ -224,6 +224,52 @@ TEST(Http2Request, AHeaderListOverTheBoundIsRefused431) {
   EXPECT_EQ(b.head().headers.size(), 0u);
 }
 
+// docs/wire.md#request-trailers: a trailer section is checked like a head and bounded alike.
+TEST(Http2Request, TrailersAreCheckedAndBoundedLikeAHead) {
+  using Trailers = Http2RequestBuilder::Trailers;
+  Http2RequestBuilder b;
+  b.setMaxListBytes(300);
+  ASSERT_EQ(build(b, kGet, false), Outcome::Ready);
+  EXPECT_EQ(b.trailersState(), Trailers::None);
+  EXPECT_TRUE(b.addTrailer("x-checksum", "c1"));
+  EXPECT_TRUE(b.addTrailer("grpc-foo", "1"));
+  EXPECT_EQ(b.trailersState(), Trailers::Ready);
+  ASSERT_EQ(b.trailers().size(), 2u);
+  EXPECT_EQ(b.trailers().name(1), "grpc-foo");
+
+  for (const auto& [name, value] : Fields{{":path", "/admin"},
+                                          {":status", "200"},
+                                          {"X-Upper", "v"},
+                                          {"x-nl", "a\nb"},
+                                          {"x-sp", " v"},
+                                          {"connection", "close"},
+                                          {"te", "gzip"},
+                                          {"", "v"}}) {
+    ASSERT_EQ(build(b, kGet, false), Outcome::Ready);
+    EXPECT_TRUE(b.addTrailer("x-ok", "1"));
+    EXPECT_FALSE(b.addTrailer(name, value)) << name;
+    EXPECT_EQ(b.trailersState(), Trailers::Malformed) << name;
+    EXPECT_FALSE(b.malformation().empty()) << name;
+    EXPECT_FALSE(b.addTrailer("x-later", "1"));  // stop feeding
+  }
+
+  // 300 bytes: 268 of x-a's value and name plus 32; one more is over, and nothing is kept.
+  ASSERT_EQ(build(b, kGet, false), Outcome::Ready);
+  EXPECT_TRUE(b.addTrailer("x-a", std::string(265, 'a')));
+  EXPECT_EQ(b.trailersState(), Trailers::Ready);
+  ASSERT_EQ(build(b, kGet, false), Outcome::Ready);
+  EXPECT_TRUE(b.addTrailer("x-a", std::string(266, 'a')));
+  EXPECT_EQ(b.trailersState(), Trailers::TooLarge);
+  EXPECT_TRUE(b.addTrailer("X-Upper", "v"));  // past the bound nothing more is looked at
+  EXPECT_EQ(b.trailersState(), Trailers::TooLarge);
+  EXPECT_EQ(b.trailers().size(), 0u);
+
+  // The next stream forgets them.
+  ASSERT_EQ(build(b, kGet, false), Outcome::Ready);
+  EXPECT_EQ(b.trailersState(), Trailers::None);
+  EXPECT_EQ(b.trailers().size(), 0u);
+}
+
 TEST(Http2Request, ReuseForgetsThePreviousRequest) {
   Http2RequestBuilder b;
   ASSERT_EQ(build(b, with(kGet, {{"x-test", " bad"}})), Outcome::Malformed);

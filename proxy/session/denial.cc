@@ -23,6 +23,13 @@ std::string_view reasonPhrase(int status) {
   }
 }
 
+std::string denialPhrase(int status, policy::Reason reason) {
+  std::string phrase(reasonPhrase(status));
+  phrase += " by sluice: ";
+  phrase += policy::reasonInfo(reason).token;
+  return phrase;
+}
+
 std::string explainDenial(policy::Reason reason, std::string_view sandbox, std::string_view host,
                           std::string_view method, std::string_view target) {
   std::string h(host);
@@ -92,7 +99,7 @@ void appendDenial(std::string& out, policy::Reason reason, std::string_view deta
   out += "HTTP/1.1 ";
   out += std::to_string(status);
   out += ' ';
-  out += reasonPhrase(status);
+  out += denialPhrase(status, reason);
   out += "\r\nSluice-Reason: ";
   out += info.token;
   out += "\r\nProxy-Status: ";

@@ -11,8 +11,12 @@
 
 namespace sluice::proxy::session {
 
-// The reason phrase of the statuses sluice sends itself.
+// The standard reason phrase of the statuses sluice sends itself.
 std::string_view reasonPhrase(int status);
+// The status line's reason phrase of sluice's answer: the standard phrase, then who refused and
+// why ("Forbidden by sluice: not_allowed_host"). apt, npm and Python print only the status line
+// of a failure (docs/wire.md#denials).
+std::string denialPhrase(int status, policy::Reason reason);
 
 // A one-line explanation of a policy denial for the response body: what was asked and why it
 // is not allowed. `host` is canonical H (or H as received when it is not a valid name).

@@ -160,7 +160,9 @@ def _parse_blocks(text):
         for line in lines[1:]:
             name, _, value = line.partition(":")
             headers.append((name.strip(), value.strip()))
-        blocks.append(Response(int(parts[1]), parts[2] if len(parts) > 2 else "", headers))
+        # HTTP/2 and 3 have no reason phrase (curl writes "HTTP/2 403 "): None, not "".
+        reason = None if parts[0] in ("HTTP/2", "HTTP/3") else (parts[2] if len(parts) > 2 else "")
+        blocks.append(Response(int(parts[1]), reason, headers))
     return blocks
 
 
@@ -255,11 +257,12 @@ class CurlDownload:
 
 # --- pip -----------------------------------------------------------------------------------
 
-def pip_download(index_url, package, dest, cert, proxy=None, timeout=120, prefix=()):
+def pip_download(index_url, package, dest, cert, proxy=None, timeout=120, prefix=(), retries=0):
     """`pip download` from one index only: no PyPI, no config files, no cache. `prefix`: a
-    command that runs pip, e.g. ("ip", "netns", "exec", NAME) for a sandbox."""
+    command that runs pip, e.g. ("ip", "netns", "exec", NAME) for a sandbox. pip reports a
+    connection that failed only when it retries it (`retries`)."""
     cmd = ["/usr/bin/python3", "-m", "pip", "download", "--no-deps", "--no-cache-dir",
-           "--disable-pip-version-check", "--no-input", "--retries", "0", "--timeout", "30",
+           "--disable-pip-version-check", "--no-input", "--retries", str(retries), "--timeout", "30",
            "--index-url", index_url, "--cert", cert, "-d", dest, package]
     if proxy:
         cmd[4:4] = ["--proxy", proxy]

@@ -58,6 +58,11 @@ def denial(answer, status, reason, token_key=None):
     assert (resp.status, resp.sluice_reason) == (status, reason), \
         "got %d %r, headers %r body %r" % (resp.status, resp.sluice_reason, resp.headers,
                                             resp.body[:200])
+    phrase = getattr(resp, "reason", None)  # (HTTP/2 has no reason phrase: its body says it)
+    if phrase is not None:
+        # docs/wire.md#denials: the status line names the reason (the line clients print)
+        assert phrase.endswith(" by sluice: " + reason), \
+            "status line %d %r does not name %s" % (resp.status, phrase, reason)
     assert resp.proxy_status, "no Proxy-Status header: %r" % resp.headers
     token = proxy_status_error(resp.proxy_status)
     assert token in PROXY_STATUS[token_key or reason], \

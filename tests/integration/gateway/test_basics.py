@@ -1,6 +1,7 @@
 """Allowed traffic through sluice arrives unchanged, in both directions, and is audited."""
 import hashlib
 import os
+import subprocess
 import uuid
 
 import clients
@@ -8,6 +9,7 @@ import content as C
 import expect
 from h2client import H2Tunnel
 from http1 import request_bytes
+from netutil import clean_env
 from sluice_proc import bed_rules
 
 
@@ -207,3 +209,49 @@ def test_alpn_selects_h2_and_each_stream_is_checked(gw, bed):
     recs = gw.audit.wait(mark, lambda r: r["client"] == t.client, count=2)
     assert sorted((r["decision"], r["reason"], r["status"], r["proto"]) for r in recs) == \
         [("allow", None, 200, "h2"), ("deny", "host_mismatch", 403, "h2")], recs
+
+
+# --- the reason where clients print it (docs/wire.md#denials) -------------------------------
+
+def test_curl_sees_the_reason_in_the_status_line(gw, bed):
+    """curl keeps the status lines it read (-D): a refused CONNECT's, and a refused request's
+    inside the tunnel, each ends "by sluice: <reason>"."""
+    r = gw.curl(gw.url("other.test", "/whoami.txt"))
+    assert r.blocks and r.blocks[0].status == 403, (r.blocks, r.stderr)
+    assert r.blocks[0].reason == "Forbidden by sluice: not_allowed_host", r.blocks[0]
+    r = gw.curl(gw.url("api.allowed.test", "/v1/private/secret.txt"), "--http1.1")
+    assert r.http_code == 403, r.stderr
+    assert r.blocks[-1].reason == "Forbidden by sluice: not_allowed_path", r.blocks
+    # Over HTTP/2 (no reason phrase) the body says it, as every denial's body does.
+    r = gw.curl(gw.url("api.allowed.test", "/v1/private/secret.txt"), "--http2")
+    assert r.http_code == 403 and r.body.startswith(b"sluice: not_allowed_path: "), r.body
+
+
+def test_pip_prints_the_reason(gw, bed, scratch):
+    """pip prints only the status line of a refused CONNECT (Python's "Tunnel connection failed:
+    403 ..."), in the warning of its retry: the reason is in it."""
+    r = clients.pip_download(gw.url("other.test", "/simple/"), C.PKG, scratch,
+                             gw.sluice.ca_pem, proxy=gw.sluice.proxy_url, retries=1)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "403 Forbidden by sluice: not_allowed_host" in out, out
+
+
+URLOPEN = """
+import sys, urllib.error, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=30)
+except urllib.error.HTTPError as e:
+    print(e)
+"""
+
+
+def test_python_urllib_prints_the_reason(gw, bed):
+    """Python's urllib through sluice (https_proxy, the sandbox CA as SSL_CERT_FILE): a request
+    refused inside the tunnel raises HTTPError, whose text is the status line:
+    "HTTP Error 403: Forbidden by sluice: not_allowed_path"."""
+    url = gw.url("api.allowed.test", "/v1/private/secret.txt")
+    r = subprocess.run(["/usr/bin/python3", "-c", URLOPEN, url], capture_output=True, text=True,
+                       timeout=60, env=clean_env(https_proxy=gw.sluice.proxy_url,
+                                                 SSL_CERT_FILE=gw.sluice.ca_pem))
+    assert r.stdout.strip() == "HTTP Error 403: Forbidden by sluice: not_allowed_path", \
+        r.stdout + r.stderr

@@ -10,6 +10,7 @@
 #include "certs/ca.h"
 #include "proxy/cli/cli.h"
 #include "proxy/cli/flags.h"
+#include "proxy/cli/shown_path.h"
 
 namespace sluice::cli {
 
@@ -69,11 +70,7 @@ int caInitCommand(std::span<const std::string_view> args, Streams streams) {
 
   // The trust hint gets an absolute path: a relative one in SSL_CERT_FILE would depend on the
   // working directory of every tool in the sandbox.
-  std::error_code ec;
-  std::filesystem::path absolute = std::filesystem::absolute(dir, ec);
-  std::string trusted =
-      ec ? cert_path
-         : (absolute / certs::CertificateAuthority::kCertFile).lexically_normal().string();
+  const std::string trusted = shownPath(cert_path);
   std::fprintf(streams.out,
                "wrote %s and %s (EC P-256, key mode 0600)\n"
                "trust it in the sandbox with SSL_CERT_FILE=%s (`sluice env` prints the other "

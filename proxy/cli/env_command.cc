@@ -3,13 +3,13 @@
 // http_proxy, Go and Python read either), NO_PROXY for the sandbox's own loopback, and the sandbox
 // CA's path in every variable common clients read, so `eval "$(sluice env ...)"` is the whole
 // set-up. A transparent-only sandbox gets the CA lines alone: it needs no proxy.
-#include <unistd.h>
 
 #include <cstdio>
 #include <string>
 
 #include "proxy/cli/cli.h"
 #include "proxy/cli/flags.h"
+#include "proxy/cli/shown_path.h"
 #include "proxy/config/config_files.h"
 
 namespace sluice::cli {
@@ -89,13 +89,7 @@ int envCommand(std::span<const std::string_view> args, Streams streams) {
                                  "in the config; give `listen` that address");
   }
   // The CA as `sluice run` started from this directory finds it.
-  std::string ca_file = sandbox->ca_dir + "/ca.pem";
-  if (!ca_file.empty() && ca_file.front() != '/') {
-    char cwd[4096];
-    if (::getcwd(cwd, sizeof(cwd)) != nullptr) {
-      ca_file = std::string(cwd) + "/" + ca_file;
-    }
-  }
+  const std::string ca_file = shownPath(sandbox->ca_dir + "/ca.pem");
 
   std::fprintf(streams.out, "# sluice: sandbox '%s'%s; CA certificate %s\n",
                sandbox->name.c_str(),

@@ -12,6 +12,7 @@
 
 #include "proxy/cli/cli.h"
 #include "proxy/cli/flags.h"
+#include "proxy/cli/shown_path.h"
 #include "proxy/config/config_files.h"
 #include "proxy/server/server.h"
 
@@ -100,13 +101,13 @@ int runCommand(std::span<const std::string_view> args, Streams streams) {
     }
     if (sandbox.listen) {
       std::string proxy_url = "http://" + sandbox.listen->toString();
+      const std::string ca_file = shownPath(sandbox.ca_dir + "/ca.pem");
       std::fprintf(streams.err,
-                   "sluice: sandbox '%s': explicit proxy on %s, CA certificate %s/ca.pem\n"
+                   "sluice: sandbox '%s': explicit proxy on %s, CA certificate %s\n"
                    "sluice:   in the sandbox: HTTPS_PROXY=%s HTTP_PROXY=%s "
-                   "SSL_CERT_FILE=%s/ca.pem (trust only that file: never the CA key)\n",
-                   sandbox.name.c_str(), sandbox.listen->toString().c_str(),
-                   sandbox.ca_dir.c_str(), proxy_url.c_str(), proxy_url.c_str(),
-                   sandbox.ca_dir.c_str());
+                   "SSL_CERT_FILE=%s (trust only that file: never the CA key)\n",
+                   sandbox.name.c_str(), sandbox.listen->toString().c_str(), ca_file.c_str(),
+                   proxy_url.c_str(), proxy_url.c_str(), ca_file.c_str());
     }
   }
   std::fflush(streams.err);

@@ -268,6 +268,18 @@ TEST(Env, ProxyAndCaLinesThatAShellCanEvaluate) {
   EXPECT_EQ(shell.out, dir.path().string() + "/it's here/ca.pem");
 }
 
+// What a user pastes into a sandbox is one absolute, normal path, however the config named it.
+TEST(Env, TheCaPathIsAbsoluteAndNormal) {
+  TempDir dir;
+  sandboxConfig(dir, "    listen: 127.0.0.1:3128\n    ca: ./state/../ca//agent/.\n");
+  ProcessResult r =
+      sluice({"env", "-c", dir.path().string() + "/./sluice.yaml", "--sandbox", "agent"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string want = dir.path().lexically_normal().string() + "/ca/agent/ca.pem";
+  EXPECT_THAT(r.out, HasSubstr("export SSL_CERT_FILE='" + want + "'\n"));
+  EXPECT_THAT(r.out, HasSubstr("; CA certificate " + want + "\n"));
+}
+
 TEST(Env, TransparentOnlySandboxGetsTheCaLinesAlone) {
   TempDir dir;
   std::string config = sandboxConfig(dir, "    transparent: 10.200.0.1:3129\n    ca: /var/ca\n");

@@ -1,0 +1,17 @@
+#include "proxy/cli/shown_path.h"
+
+#include <filesystem>
+#include <system_error>
+
+namespace sluice::cli {
+
+std::string shownPath(std::string_view path) {
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  if (ec) {
+    return std::string(path);
+  }
+  return absolute.lexically_normal().string();
+}
+
+}  // namespace sluice::cli

@@ -18,11 +18,22 @@ namespace {
 
 constexpr std::string_view kUsageLine = "usage: sluice env -c FILE --sandbox NAME\n";
 
-// Variables that name a CA bundle file, for: OpenSSL-based clients and Python's ssl,
-// requests, pip, curl, Node, git and cargo.
-constexpr std::string_view kCaVariables[] = {
-    "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT",         "CURL_CA_BUNDLE",
-    "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO"};
+// Variables that name a CA bundle file (docs/cli.md#sluice-env says whose each is). npm needs its
+// own: Debian's npm ships a global npmrc with `cafile=` the system bundle, which replaces Node's
+// trust list and so NODE_EXTRA_CA_CERTS; npm_config_cafile is read before that file.
+constexpr std::string_view kCaVariables[] = {"SSL_CERT_FILE",
+                                             "REQUESTS_CA_BUNDLE",
+                                             "PIP_CERT",
+                                             "CURL_CA_BUNDLE",
+                                             "NODE_EXTRA_CA_CERTS",
+                                             "npm_config_cafile",
+                                             "GIT_SSL_CAINFO",
+                                             "CARGO_HTTP_CAINFO",
+                                             "AWS_CA_BUNDLE",
+                                             "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+                                             "DENO_CERT",
+                                             "BUNDLE_SSL_CA_CERT",
+                                             "HEX_CACERTS_PATH"};
 
 // The sandbox's own loopback is not egress: local services in it are reached directly.
 constexpr std::string_view kNoProxy = "localhost,127.0.0.1,::1";

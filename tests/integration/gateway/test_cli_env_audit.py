@@ -6,8 +6,11 @@
     deleted, two lines swapped, the file cut mid-line) is found at its line.
 """
 import hashlib
+import json
 import os
 import subprocess
+
+import pytest
 
 import content as C
 from netutil import clean_env
@@ -42,7 +45,9 @@ def test_env_names_the_proxy_and_the_ca_in_every_variable(gw):
         assert exports.get(name) == proxy, (name, text)
     ca = "'%s'" % gw.sluice.ca_pem
     for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE",
-                 "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO"):
+                 "NODE_EXTRA_CA_CERTS", "npm_config_cafile", "GIT_SSL_CAINFO",
+                 "CARGO_HTTP_CAINFO", "AWS_CA_BUNDLE", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+                 "DENO_CERT", "BUNDLE_SSL_CA_CERT", "HEX_CACERTS_PATH"):
         assert exports.get(name) == ca, (name, text)
     assert "NO_PROXY" in exports and "no_proxy" in exports
 
@@ -67,6 +72,43 @@ def test_a_shell_that_evaluates_env_can_pip_download(gw, bed, scratch):
     assert r.returncode == 0, r.stdout + r.stderr
     with open(os.path.join(scratch, C.WHEEL), "rb") as f:
         assert hashlib.sha256(f.read()).hexdigest() == bed.content.wheel_sha256
+
+
+@pytest.fixture
+def npm_registry(gw, bed):
+    """A packument for sluicetestpkg at allowed.test/npm/: what `npm view` asks a registry for."""
+    path = bed.content.path("allowed.test", "/npm/sluicetestpkg")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tarball = gw.url("allowed.test", "/npm/sluicetestpkg/-/sluicetestpkg-1.0.0.tgz")
+    with open(path, "w") as f:
+        json.dump({"name": "sluicetestpkg", "dist-tags": {"latest": "1.0.0"},
+                   "versions": {"1.0.0": {"name": "sluicetestpkg", "version": "1.0.0",
+                                          "dist": {"tarball": tarball}}}}, f)
+    yield gw.url("allowed.test", "/npm/")
+    os.remove(path)
+
+
+def npm_view(gw, registry, scratch, before=""):
+    """`npm view` in a fresh shell after sluice env (and `before`): npm's own config only (a
+    user config of its own, a cache in scratch), no retries."""
+    userconfig = os.path.join(scratch, "npmrc")
+    open(userconfig, "w").close()
+    return in_fresh_shell(
+        gw, "%s npm view sluicetestpkg version --registry %s --userconfig %s --cache %s "
+            "--fetch-retries 0 --fetch-timeout 30000 --no-update-notifier"
+            % (before, registry, userconfig, os.path.join(scratch, "npm-cache")), scratch)
+
+
+def test_a_shell_that_evaluates_env_can_npm_view(gw, npm_registry, scratch):
+    """Debian's npm reads a global npmrc whose cafile is the system bundle, which replaces Node's
+    trust list: NODE_EXTRA_CA_CERTS alone leaves npm refusing sluice's certificate (the control,
+    with npm_config_cafile unset); with everything sluice env prints, npm trusts the sandbox CA
+    and reads the packument through sluice."""
+    control = npm_view(gw, npm_registry, scratch, before="unset npm_config_cafile;")
+    assert control.returncode != 0, control.stdout
+    assert "certificate" in (control.stdout + control.stderr).lower(), control.stderr
+    r = npm_view(gw, npm_registry, scratch)
+    assert (r.returncode, r.stdout.strip()) == (0, "1.0.0"), r.stdout + r.stderr
 
 
 # --- audit verify ---------------------------------------------------------------------------

@@ -51,6 +51,18 @@ std::string_view toString(Error e) {
       return "h2_compression_error";
     case Error::H2ProtocolError:
       return "h2_protocol_error";
+    case Error::TlsUnknownCa:
+      return "tls_unknown_ca";
+    case Error::TlsBadCertificate:
+      return "tls_bad_certificate";
+    case Error::TlsFailed:
+      return "tls_failed";
+    case Error::ClientClosed:
+      return "client_closed";
+    case Error::TimedOut:
+      return "timeout";
+    case Error::SluiceClosed:
+      return "closed_by_sluice";
   }
   return "";
 }

@@ -95,8 +95,17 @@ enum class Error : std::uint8_t {
   H2Continuation,      // a header block in too many CONTINUATION frames
   H2CompressionError,  // an HPACK block that does not decode
   H2ProtocolError,     // any other connection error of RFC 9113 (a bad preface, a bad frame)
+  // A tunnel that ended without carrying a request (docs/audit.md#errors).
+  TlsUnknownCa,       // the sandbox refused sluice's certificate: it does not trust the CA
+  TlsBadCertificate,  // the sandbox refused sluice's certificate otherwise (bad, expired...)
+  TlsFailed,          // any other failure of the sandbox's TLS handshake or session
+  ClientClosed,       // the sandbox closed (or reset) the tunnel
+  TimedOut,           // handshake_timeout or idle_timeout ran out
+  SluiceClosed,       // sluice ended it: a shutdown, a reload that removed the sandbox
 };
-inline constexpr std::size_t kErrorCount = static_cast<std::size_t>(Error::H2ProtocolError) + 1;
+inline constexpr std::size_t kErrorCount = static_cast<std::size_t>(Error::SluiceClosed) + 1;
+// The record is of a tunnel that carried no request: on record, but no request in the metrics.
+constexpr bool endsQuietTunnel(Error e) { return e >= Error::TlsUnknownCa; }
 std::string_view toString(Error e);  // "" for None
 
 using Sha256 = std::array<std::uint8_t, 32>;

@@ -54,6 +54,7 @@ bool ClientConnection::start(int fd) {
 
 void ClientConnection::drain() {
   after_exchange_ = AfterExchange::Drain;
+  noteTunnelEnd(audit::Error::SluiceClosed);
   if (state_ == ConnectionState::Multiplexing) {
     // GOAWAY: no new stream; the streams in flight finish, then the connection does.
     Cork cork(*this);
@@ -200,6 +201,7 @@ void ClientConnection::onClientBytes(std::span<const char> data) {
 void ClientConnection::onEof(io::TcpStream& stream) {
   Cork cork(*this);
   if (&stream == &transport_.stream()) {
+    noteTunnelEnd(audit::Error::ClientClosed);
     if (state_ == ConnectionState::Multiplexing) {
       // The streams in flight finish what they can (their responses cannot be read any more
       // than an HTTP/1.1 one's: the client may only have shut its side), then the connection.
@@ -228,6 +230,7 @@ void ClientConnection::onEof(io::TcpStream& stream) {
 void ClientConnection::onError(io::TcpStream& stream, int status) {
   Cork cork(*this);
   if (&stream == &transport_.stream()) {
+    noteTunnelEnd(audit::Error::ClientClosed);
     close(uv_strerror(status));
     return;
   }

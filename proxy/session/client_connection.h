@@ -184,6 +184,11 @@ class ClientConnection final : private io::TcpStream::Handler,
   // --- OpeningHost, and the tunnel once open (client_connection_tunnel.cc)
   void onHandshakeBytes() override;
   void onTunnelOpen() override;
+  void onHandshakeFailed(const tls::Failure& failure) override;
+  // Why a tunnel that has carried no request ends (the first cause noted stands)...
+  void noteTunnelEnd(audit::Error why);
+  // ... and its record, when the connection ends without one (docs/audit.md#errors).
+  void recordQuietTunnel();
   // Decrypts what the client sent into the codec (the handshake first, while it runs).
   void pumpClientTls();
 
@@ -228,6 +233,7 @@ class ClientConnection final : private io::TcpStream::Handler,
   ConnectionState state_ = ConnectionState::ReadingProxyHead;
   AfterExchange after_exchange_ = AfterExchange::ReadNext;
   bool audited_ = false;        // a record was written for this connection
+  audit::Error tunnel_end_ = audit::Error::None;  // noteTunnelEnd()
   bool stream_closed_ = false;  // the client stream's close callback ran
   bool timer_closed_ = false;   // the timer's close callback ran
 

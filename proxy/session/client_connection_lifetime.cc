@@ -53,6 +53,7 @@ void ClientConnection::finishConnection() {
   if (h2_) {
     h2_->finish();  // GOAWAY (unless said), the streams still in flight cut short, on record
   }
+  recordQuietTunnel();
   flushAudit();   // the record before the answer's last bytes, and before the connection closes
   flushCorked();  // everything said so far goes before close_notify and FIN
   if (transport_.secure() && transport_.tls().handshakeDone()) {
@@ -80,6 +81,7 @@ void ClientConnection::close(std::string_view why) {
   if (h2_) {
     h2_->abandon();
   }
+  recordQuietTunnel();
   transition(ConnectionState::Closing);
   exchange_.dropUpstream();  // the lookup is cancelled: the resolver will not call back
   if (h2_) {
@@ -199,11 +201,13 @@ void ClientConnection::onTimer() {
       return;  // the streams that waited were answered (504) or moved on; the others go on
     }
     // Idle with no stream waiting: GOAWAY, politely (docs/wire.md#http2).
+    noteTunnelEnd(audit::Error::TimedOut);
     finishConnection();
     return;
   }
   // The handshake, or a request head, took too long, or the connection idled between requests
   // (or while its request body was held): nothing was asked, so nothing is answered.
+  noteTunnelEnd(audit::Error::TimedOut);
   close(due.phase ? "handshake or request head too slow" : "idle timeout");
 }
 

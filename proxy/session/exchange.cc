@@ -104,6 +104,12 @@ void Exchange::recordTunnelError(audit::Proto proto, audit::Error error) {
   writeRecord(policy::Verdict::Deny, policy::Reason::BadRequest, 0);
 }
 
+void Exchange::recordQuietTunnel(audit::Proto proto, audit::Error error, int status) {
+  record_.proto = proto;
+  record_.error = error;
+  writeRecord(record_.verdict, record_.outcomeReason(), status);
+}
+
 // The facts of the request, for decide(). `addresses` once H is resolved. The head stays valid
 // while the exchange is in flight.
 policy::Decision Exchange::decideRequest(std::span<const policy::IpAddress> addresses,

@@ -90,6 +90,11 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   // flood): a record of the tunnel's facts says so, `bad_request` with no status, once its
   // requests have theirs (docs/audit.md#errors). The exchange stays where it is.
   void recordTunnelError(audit::Proto proto, audit::Error error);
+  // The tunnel this exchange opened ended without carrying a request, for `error` (the sandbox
+  // refused sluice's certificate, closed, timed out): its record, with the decision that opened
+  // it and `status` (200: the CONNECT's answer; 0: a redirected connection's, none)
+  // (docs/audit.md#when-a-record-is-written).
+  void recordQuietTunnel(audit::Proto proto, audit::Error error, int status);
   // The record being begun is no request: it takes no token of the sandbox's rate.
   void waiveRateToken() { rate_ = RateToken::Waived; }
 

@@ -92,13 +92,17 @@ void writeAuditRecord(RequestRecord& record, const ConnectionFacts& connection,
   std::uint64_t begun = record.started_ms != 0 ? record.started_ms : connection.started_ms;
   r.duration_ms = now > begun ? now - begun : 0;
   view.audit->write(r);
-  // The counters follow the audit log: one request per record, its body bytes.
+  // The counters follow the audit log: one request per record, its body bytes; a tunnel that
+  // carried none counts only by why it ended.
   admin::SandboxMetrics& m = runtime.metrics;
-  m.countRequest(policy::toString(verdict), reason);
-  m.addBytes(record.req_bytes, record.resp_bytes);
   if (record.error != audit::Error::None) {
     m.countError(record.error);
   }
+  if (audit::endsQuietTunnel(record.error)) {
+    return;
+  }
+  m.countRequest(policy::toString(verdict), reason);
+  m.addBytes(record.req_bytes, record.resp_bytes);
   if (record.started_ns != 0) {
     m.request_duration.observe((uv_hrtime() - record.started_ns) / 1000);
   }

@@ -70,6 +70,7 @@ void TunnelOpening::onConnect(const http::RequestHead& head) {
                                            "CONNECT", facts_.authority));
     return;
   }
+  record.verdict = d.verdict;
   record.policy_reason = d.reason;
   exchange_.tunnelOpened();  // the tunnel is not a request; each request inside it will be
   // The tunnel is open; what follows must be a ClientHello naming H.
@@ -180,6 +181,10 @@ void TunnelOpening::processClientHello() {
     refuse(d.reason, kAlertUnrecognizedName, facts_.sni);
     return;
   }
+  if (transparent) {
+    exchange_.record().verdict = d.verdict;  // (after a CONNECT, the CONNECT's stands)
+    exchange_.record().policy_reason = d.reason;
+  }
 
   // Mint (or take from the cache) a leaf for H only now, after the decision: a name the policy
   // refuses never costs a signature.
@@ -219,6 +224,7 @@ bool TunnelOpening::handshake() {
   if (status == tls::HandshakeStatus::Failed) {
     SPDLOG_DEBUG("[C{}] sandbox TLS handshake failed: {}", facts_.id,
                  transport_.tls().failure().detail);
+    host_.onHandshakeFailed(transport_.tls().failure());
     host_.finishConnection();
     return false;
   }

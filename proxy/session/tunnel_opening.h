@@ -49,6 +49,8 @@ class OpeningHost {
   virtual void onHandshakeBytes() = 0;
   // The handshake completed: requests come on the tunnel.
   virtual void onTunnelOpen() = 0;
+  // The sandbox's handshake failed (it may have refused sluice's certificate).
+  virtual void onHandshakeFailed(const tls::Failure& failure) = 0;
 
  protected:
   ~OpeningHost() = default;

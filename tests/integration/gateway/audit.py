@@ -11,7 +11,9 @@ FIELDS = ("ts", "sandbox", "conn", "client", "mode", "sni", "host", "method", "u
           "upgrade", "error", "duration_ms", "chain")
 # The `error` tokens of docs/audit.md#errors.
 ERRORS = {"h2_rapid_reset", "h2_empty_data_flood", "h2_control_frame_flood", "h2_settings_flood",
-          "h2_continuation_flood", "h2_compression_error", "h2_protocol_error"}
+          "h2_continuation_flood", "h2_compression_error", "h2_protocol_error",
+          "tls_unknown_ca", "tls_bad_certificate", "tls_failed", "client_closed", "timeout",
+          "closed_by_sluice"}
 REASONS = {"not_allowed_host", "not_allowed_port", "not_allowed_scheme", "not_allowed_method",
            "not_allowed_path", "bad_host", "ip_literal", "ip_denied", "sni_missing",
            "sni_mismatch", "host_missing", "host_duplicate", "host_mismatch", "dns_failed",

@@ -271,6 +271,12 @@ TEST(AuditRecordError, IsNullUnlessTheConnectionEndedAbnormally) {
       {Error::H2Continuation, "h2_continuation_flood"},
       {Error::H2CompressionError, "h2_compression_error"},
       {Error::H2ProtocolError, "h2_protocol_error"},
+      {Error::TlsUnknownCa, "tls_unknown_ca"},
+      {Error::TlsBadCertificate, "tls_bad_certificate"},
+      {Error::TlsFailed, "tls_failed"},
+      {Error::ClientClosed, "client_closed"},
+      {Error::TimedOut, "timeout"},
+      {Error::SluiceClosed, "closed_by_sluice"},
   };
   for (const Row& row : rows) {
     AuditRecord r = ordinary();

@@ -1,0 +1,31 @@
+#pragma once
+// A budget for log lines a sandbox can cause at will (a client that refuses sluice's
+// certificate and retries, docs/wire.md#tls-toward-the-sandbox): one line per key per interval,
+// and the next one says how many were left out meanwhile. One per worker: no locking. Its
+// memory is bounded: past kMaxKeys keys it starts again (an old key may then log once early).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace sluice::proxy::session {
+
+class LogBudget {
+ public:
+  static constexpr std::uint64_t kIntervalMs = 60'000;
+  static constexpr std::size_t kMaxKeys = 4096;
+
+  // Whether a line for `key` may go out at `now_ms`; if so, `suppressed` is how many lines for
+  // it were left out since the last that went.
+  bool take(std::string_view key, std::uint64_t now_ms, std::uint64_t& suppressed);
+
+ private:
+  struct Entry {
+    std::uint64_t last_ms = 0;
+    std::uint64_t suppressed = 0;
+  };
+  std::unordered_map<std::string, Entry> entries_;
+};
+
+}  // namespace sluice::proxy::session

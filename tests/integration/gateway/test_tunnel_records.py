@@ -1,0 +1,153 @@
+"""A tunnel that ended without carrying a request is on record (docs/audit.md#errors): a CONNECT
+answered 200 (or a redirected connection's allowed ClientHello) and then no request, because the
+sandbox refused sluice's certificate, closed, or timed out. The record is the tunnel's: method
+CONNECT, the CONNECT's url, the decision that opened it, status 200, `error` saying why. A client
+that refuses sluice's certificate is also named on sluice's standard error at the default level,
+with the CA file to trust, once a minute per sandbox, name and alert.
+
+Real clients: curl and Python's ssl trusting only the bed's own test CA (not the sandbox's), as
+npm does behind Debian's global npmrc. Oracles: the audit log, sluice's stderr, the metrics."""
+import ssl
+import subprocess
+import time
+
+import pytest
+
+import expect
+from admin_client import Admin, with_admin
+from gateway import Gateway, Runner
+from netutil import clean_env
+from oracles import get
+from tlsraw import connect_tunnel
+
+
+@pytest.fixture(scope="module")
+def tgw(sluice_binary, bed):
+    """The bed's policy with an admin listener (for the metric) and handshake_timeout 2s."""
+    def edit(config, workdir, admin_port):
+        config["limits"]["handshake_timeout"] = "2s"
+    runner = Runner(sluice_binary, bed)
+    try:
+        g = Gateway(runner.start(edit=with_admin(edit)), bed)
+        g.admin = Admin(g.sluice)
+        yield g
+    finally:
+        runner.stop_all()
+
+
+def tunnel_record(gw, mark, client, error, proto=None):
+    rec = gw.audit.one(mark, lambda r: r["client"] == client)
+    expect.record(rec, sandbox="sbx1", mode="connect", method="CONNECT", decision="allow",
+                  reason=None, status=200, error=error, proto=proto, upstream=None,
+                  url="https://allowed.test:%d" % gw.t)
+    return rec
+
+
+def curl_without_the_sandbox_ca(gw, bed):
+    """curl through sluice trusting only the bed's test CA: it refuses sluice's certificate."""
+    r = subprocess.run(
+        ["curl", "-sS", "--max-time", "20", "-x", gw.sluice.proxy_url, "--cacert",
+         bed.pki.test_ca.cert, "-w", "%{local_ip}:%{local_port}", "-o", "/dev/null",
+         gw.url("allowed.test", "/whoami.txt")],
+        capture_output=True, text=True, timeout=60, env=clean_env())
+    assert r.returncode == 60, (r.returncode, r.stderr)  # CURLE_PEER_FAILED_VERIFICATION
+    return r.stdout.strip()
+
+
+def refusal_lines(gw):
+    return [l for l in gw.sluice.stderr().splitlines()
+            if "refused sluice's certificate for allowed.test" in l]
+
+
+def requests_counted(gw):
+    return sum(sample.value for sample in gw.admin.scrape().samples("sluice_requests_total")
+               if sample.labels.get("sandbox") == "sbx1")
+
+
+def test_a_client_that_does_not_trust_the_ca_is_on_record_and_on_stderr(tgw, bed):
+    """curl refuses sluice's certificate (alert unknown_ca): a record with error
+    tls_unknown_ca, no proto (no handshake completed); one info line that names the sandbox,
+    the name, the alert and the CA file; the second refusal within the minute is on record
+    but not on stderr; both count in sluice_connection_errors_total, neither in
+    sluice_requests_total (a tunnel is no request)."""
+    requests_before = requests_counted(tgw)
+    errors_before = tgw.admin.scrape().value("sluice_connection_errors_total", 0,
+                                             sandbox="sbx1", error="tls_unknown_ca")
+    mark = tgw.audit.mark()
+    client = curl_without_the_sandbox_ca(tgw, bed)
+    tunnel_record(tgw, mark, client, "tls_unknown_ca")
+    lines = refusal_lines(tgw)
+    assert len(lines) == 1, lines
+    assert "sandbox 'sbx1'" in lines[0] and "unknown CA" in lines[0], lines[0]
+    assert tgw.sluice.ca_pem in lines[0] and " info " in lines[0].lower(), lines[0]
+    mark = tgw.audit.mark()
+    client = curl_without_the_sandbox_ca(tgw, bed)
+    tunnel_record(tgw, mark, client, "tls_unknown_ca")
+    assert len(refusal_lines(tgw)) == 1  # (rate-limited: a minute per sandbox, name, alert)
+    tgw.admin.wait_for(
+        lambda m: None if m.value("sluice_connection_errors_total", 0, sandbox="sbx1",
+                                  error="tls_unknown_ca") == errors_before + 2
+        else m.series("sluice_connection_errors_total"), "both refusals counted")
+    assert requests_counted(tgw) == requests_before
+
+
+def test_python_ssl_that_does_not_trust_the_ca_is_on_record(tgw, bed):
+    """Python's ssl with the bed's test CA as its only root: the same record."""
+    mark = tgw.audit.mark()
+    sock, answer, _ = connect_tunnel(tgw.sluice.address, "allowed.test:%d" % tgw.t)
+    assert answer.status == 200
+    client = "%s:%d" % sock.getsockname()
+    context = ssl.create_default_context(cafile=bed.pki.test_ca.cert)
+    with pytest.raises(ssl.SSLCertVerificationError):
+        context.wrap_socket(sock, server_hostname="allowed.test")
+    sock.close()
+    tunnel_record(tgw, mark, client, "tls_unknown_ca")
+
+
+def test_a_tunnel_closed_before_its_client_hello_is_client_closed(tgw):
+    mark = tgw.audit.mark()
+    sock, answer, _ = connect_tunnel(tgw.sluice.address, "allowed.test:%d" % tgw.t)
+    assert answer.status == 200
+    client = "%s:%d" % sock.getsockname()
+    sock.close()
+    tunnel_record(tgw, mark, client, "client_closed")
+
+
+def test_a_tunnel_closed_after_its_handshake_is_client_closed_with_its_proto(tgw):
+    """TLS completed (ALPN http/1.1), then close_notify and no request."""
+    mark = tgw.audit.mark()
+    sock, answer, _ = connect_tunnel(tgw.sluice.address, "allowed.test:%d" % tgw.t)
+    client = "%s:%d" % sock.getsockname()
+    context = ssl.create_default_context(cafile=tgw.sluice.ca_pem)
+    context.set_alpn_protocols(["http/1.1"])
+    tls = context.wrap_socket(sock, server_hostname="allowed.test")
+    tls.unwrap().close()
+    tunnel_record(tgw, mark, client, "client_closed", proto="http/1.1")
+
+
+def test_a_tunnel_that_never_handshakes_is_timeout(tgw):
+    """CONNECT answered, then nothing within handshake_timeout (2 s here)."""
+    mark = tgw.audit.mark()
+    sock, answer, _ = connect_tunnel(tgw.sluice.address, "allowed.test:%d" % tgw.t)
+    client = "%s:%d" % sock.getsockname()
+    try:
+        sock.settimeout(10)
+        started = time.monotonic()
+        assert sock.recv(1) == b""  # sluice closes it
+        assert time.monotonic() - started < 8
+    except ConnectionResetError:
+        pass
+    finally:
+        sock.close()
+    tunnel_record(tgw, mark, client, "timeout")
+
+
+def test_a_tunnel_that_carried_a_request_has_no_tunnel_record(tgw):
+    """The request's record is the tunnel's only one."""
+    mark = tgw.audit.mark()
+    ex = tgw.tunnel("allowed.test", [get("/whoami.txt", host="allowed.test", keep_alive=False)])
+    assert ex.final.status == 200
+    tgw.audit.wait(mark, lambda r: r["client"] == ex.client)
+    time.sleep(0.5)  # (a second record would be written as the connection closes)
+    recs = [r for r in tgw.audit.since(mark) if r["client"] == ex.client]
+    assert [r["method"] for r in recs] == ["GET"], recs

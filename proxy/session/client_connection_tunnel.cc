@@ -44,7 +44,7 @@ void ClientConnection::onHandshakeFailed(const tls::Failure& failure) {
   }
   // The one sign a user gets that a client does not trust the sandbox's CA (npm, Java, a
   // runtime with its own trust list): at the default level, once a minute per sandbox, name
-  // and alert (docs/wire.md#tls-toward-the-sandbox).
+  // and alert (docs/audit.md#errors).
   const char* alert = SSL_alert_desc_string_long(failure.alert);
   std::string key = sandbox().name;
   key.append("\n").append(facts_.host).append("\n").append(alert);
@@ -52,11 +52,15 @@ void ClientConnection::onHandshakeFailed(const tls::Failure& failure) {
   if (!ctx_.certificate_refusals.take(key, uv_now(ctx_.loop), suppressed)) {
     return;
   }
+  // unknown_ca says the client does not trust the issuer; the other certificate alerts say
+  // less (a client that pins, or checks what a minted leaf cannot give), so the line says so.
+  const std::string_view what = why == audit::Error::TlsUnknownCa
+                                    ? "it does not trust the sandbox's CA"
+                                    : "if it does not trust the sandbox's CA";
   spdlog::info(
-      "sandbox '{}': a client refused sluice's certificate for {} (TLS alert: {}): it does not "
-      "trust the sandbox's CA; give it {}/ca.pem (`sluice env` prints the variables clients "
-      "read){}",
-      sandbox().name, facts_.host, alert, binding_.runtime().ca_dir,
+      "sandbox '{}': a client refused sluice's certificate for {} (TLS alert: {}): {}; give it "
+      "{}/ca.pem (`sluice env` prints the variables clients read){}",
+      sandbox().name, facts_.host, alert, what, binding_.runtime().ca_dir,
       suppressed == 0 ? std::string()
                       : " (" + std::to_string(suppressed) + " more since the last such line)");
 }

@@ -1,6 +1,6 @@
 #pragma once
 // A budget for log lines a sandbox can cause at will (a client that refuses sluice's
-// certificate and retries, docs/wire.md#tls-toward-the-sandbox): one line per key per interval,
+// certificate and retries, docs/audit.md#errors): one line per key per interval,
 // and the next one says how many were left out meanwhile. One per worker: no locking. Its
 // memory is bounded: past kMaxKeys keys it starts again (an old key may then log once early).
 

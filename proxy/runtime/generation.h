@@ -31,6 +31,7 @@
 #include "policy/config.h"
 #include "proxy/admin/metrics.h"
 #include "proxy/audit/audit_log.h"
+#include "proxy/limits/log_budget.h"
 #include "proxy/limits/request_rate.h"
 #include "proxy/runtime/file_identity.h"
 #include "proxy/runtime/secret_values.h"
@@ -54,6 +55,9 @@ struct SandboxRuntime {
   std::unique_ptr<certs::CertificateAuthority> ca;
   std::unique_ptr<certs::LeafCache> leaves;
   admin::SandboxMetrics metrics;
+  // The lines that say a client refused sluice's certificate, per name and alert, across the
+  // workers (docs/audit.md#errors).
+  limits::LogBudget certificate_refusals;
   // Its idle upstream connections in every worker's pool (upstream.max_idle_per_sandbox);
   // shared with each of them, as a pooled connection may outlive the runtime.
   std::shared_ptr<std::atomic<std::size_t>> idle_upstreams =

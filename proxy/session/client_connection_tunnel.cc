@@ -46,10 +46,9 @@ void ClientConnection::onHandshakeFailed(const tls::Failure& failure) {
   // runtime with its own trust list): at the default level, once a minute per sandbox, name
   // and alert (docs/audit.md#errors).
   const char* alert = SSL_alert_desc_string_long(failure.alert);
-  std::string key = sandbox().name;
-  key.append("\n").append(facts_.host).append("\n").append(alert);
+  const std::string key = facts_.host + "\n" + alert;
   std::uint64_t suppressed = 0;
-  if (!ctx_.certificate_refusals.take(key, uv_now(ctx_.loop), suppressed)) {
+  if (!binding_.runtime().certificate_refusals.take(key, uv_now(ctx_.loop), suppressed)) {
     return;
   }
   // unknown_ca says the client does not trust the issuer; the other certificate alerts say

@@ -247,9 +247,7 @@ void Http2Stream::refuseTrailers(bool malformed) {
   RequestRecord& record = exchange_.record();
   record.verdict = policy::Verdict::Deny;
   record.refusal = malformed ? policy::Reason::BadRequest : policy::Reason::HeaderTooLarge;
-  resetStream(malformed ? NGHTTP2_PROTOCOL_ERROR : NGHTTP2_INTERNAL_ERROR);
-  exchange_.abandon();
-  exchange_.dropUpstream();
+  cut(malformed ? NGHTTP2_PROTOCOL_ERROR : NGHTTP2_INTERNAL_ERROR);
 }
 
 // Handed over whole: the exchange holds or forwards it (the upstream queue takes what it cannot
@@ -553,8 +551,12 @@ void Http2Stream::resetStream(std::uint32_t error_code) {
 // the stream ends with RST_STREAM; the connection and its other streams go on.
 void Http2Stream::close(std::string_view why) {
   SPDLOG_DEBUG("[C{}] stream {} reset: {}", facts().id, id_, why);
-  resetStream(NGHTTP2_INTERNAL_ERROR);
-  exchange_.abandon();
+  cut(NGHTTP2_INTERNAL_ERROR);
+}
+
+void Http2Stream::cut(std::uint32_t error_code) {
+  resetStream(error_code);
+  exchange_.abandon();  // on record with what was sent
   exchange_.dropUpstream();
 }
 

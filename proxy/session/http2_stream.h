@@ -136,6 +136,9 @@ class Http2Stream final : public Downstream, private ExchangeHost {
   // follow (DATA pulled from body_) or not.
   void submitHead(int status, bool with_body);
   void resetStream(std::uint32_t error_code);
+  // The stream ends in flight: reset with `error_code`, the exchange on record as it stands,
+  // its upstream dropped.
+  void cut(std::uint32_t error_code);
   // The sandbox's sluice_h2_streams_active{leg="client"}: counted from open() to its close.
   void countActive(bool active);
   nghttp2_session* session() const;

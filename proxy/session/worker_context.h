@@ -10,8 +10,6 @@
 #include <memory>
 #include <string_view>
 
-#include "proxy/session/log_budget.h"
-
 namespace sluice::proxy {
 struct GatewayState;
 struct Generation;
@@ -55,8 +53,6 @@ struct WorkerContext {
   // Whether debug lines are logged (SLUICE_LOG=debug), as the last connection made found it: a
   // state machine moves at every step of every request, and asks this, not the logger.
   bool debug_log = false;
-  // The lines that say a sandbox refused sluice's certificate, per sandbox, name and alert.
-  LogBudget certificate_refusals;
   // Tests: told every move of every connection's machines. Empty in sluice (one branch per move).
   std::function<void(const StateChange&)> on_transition;
 };

@@ -1,15 +1,17 @@
 #pragma once
 // A budget for log lines a sandbox can cause at will (a client that refuses sluice's
 // certificate and retries, docs/audit.md#errors): one line per key per interval,
-// and the next one says how many were left out meanwhile. One per worker: no locking. Its
-// memory is bounded: past kMaxKeys keys it starts again (an old key may then log once early).
+// and the next one says how many were left out meanwhile. Shared by the workers (a lock: it is
+// taken only when such a line is due). Its memory is bounded: past kMaxKeys keys it starts
+// again (an old key may then log once early).
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
-namespace sluice::proxy::session {
+namespace sluice::proxy::limits {
 
 class LogBudget {
  public:
@@ -25,7 +27,8 @@ class LogBudget {
     std::uint64_t last_ms = 0;
     std::uint64_t suppressed = 0;
   };
+  std::mutex mutex_;
   std::unordered_map<std::string, Entry> entries_;
 };
 
-}  // namespace sluice::proxy::session
+}  // namespace sluice::proxy::limits

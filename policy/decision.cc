@@ -92,19 +92,45 @@ bool isOwnEndpoint(const Sandbox& sandbox, const IpAddress& address, std::uint16
                      [&](const Endpoint& own) { return Endpoint::overlaps(target, own); });
 }
 
-bool addressUsable(const Sandbox& sandbox, const Rule* rule, const IpAddress& address,
-                   std::uint16_t port) {
+}  // namespace
+
+AddressRefusal addressRefusal(const Sandbox& sandbox, const Rule* rule, const IpAddress& address,
+                              std::uint16_t port) {
   if (isOwnEndpoint(sandbox, address, port)) {
-    return false;
+    return AddressRefusal::SluiceListener;
   }
   if (rule != nullptr && !rule->ips.empty()) {
     return std::any_of(rule->ips.begin(), rule->ips.end(),
-                       [&](const Cidr& cidr) { return cidr.contains(address); });
+                       [&](const Cidr& cidr) { return cidr.contains(address); })
+               ? AddressRefusal::None
+               : AddressRefusal::OutsideRuleIps;
   }
-  return classifyAddress(address).isGlobal();
+  return classifyAddress(address).isGlobal() ? AddressRefusal::None : AddressRefusal::NotGlobal;
 }
 
-}  // namespace
+std::string_view toString(AddressRefusal r) {
+  switch (r) {
+    case AddressRefusal::None:
+      return "";
+    case AddressRefusal::SluiceListener:
+      return "sluice_listener";
+    case AddressRefusal::OutsideRuleIps:
+      return "outside_rule_ips";
+    case AddressRefusal::NotGlobal:
+      return "not_global";
+  }
+  return "";
+}
+
+std::string addressClassText(const IpAddress& address) {
+  AddressClassification c = classifyAddress(address);
+  std::string text;
+  if (c.embedding != Embedding::None) {
+    text.assign(toString(c.embedding)).push_back(':');
+  }
+  text += toString(c.address_class);
+  return text;
+}
 
 Decision decide(const Sandbox& sandbox, const RequestFacts& facts) {
   Decision d;
@@ -198,7 +224,7 @@ Decision decide(const Sandbox& sandbox, const RequestFacts& facts) {
   d.ip_checked = true;
   std::size_t considered = std::min(addresses.size(), kMaxAddresses);
   for (std::size_t i = 0; i < considered; ++i) {
-    if (addressUsable(sandbox, d.rule, addresses[i], facts.port)) {
+    if (addressRefusal(sandbox, d.rule, addresses[i], facts.port) == AddressRefusal::None) {
       d.usable_addresses |= std::uint64_t{1} << i;
     }
   }

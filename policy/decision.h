@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "policy/config.h"
@@ -82,6 +83,22 @@ struct Decision {
 //      listen endpoints and, when the rule has `ips`, lies inside them, else is globally
 //      reachable (docs/policy.md#addresses). None left: ip_denied, in every mode.
 Decision decide(const Sandbox& sandbox, const RequestFacts& facts);
+
+// Why an address may not be dialled for a request (docs/policy.md#addresses), in the order the
+// checks are made; None: it may. Check 5 above, for one address.
+enum class AddressRefusal : std::uint8_t {
+  None,
+  SluiceListener,  // one of sluice's own listen endpoints (with this port)
+  OutsideRuleIps,  // the rule has `ips`, and none holds it
+  NotGlobal,       // the rule has no `ips`, and the address is not globally reachable unicast
+};
+AddressRefusal addressRefusal(const Sandbox& sandbox, const Rule* rule, const IpAddress& address,
+                              std::uint16_t port);
+std::string_view toString(AddressRefusal r);  // "sluice_listener", ...; "" for None
+
+// The address's class as `sluice explain` and the audit record's `denied_addrs` name it:
+// "documentation", "link_local", and for IPv4 carried in IPv6 the carrier first: "nat64:private".
+std::string addressClassText(const IpAddress& address);
 
 // The sandbox's resolver (docs/wire.md#the-sandboxs-resolver): whether a name may get an answer at
 // all. True when some rule's hosts match the name (whatever its ports, schemes, methods or paths:

@@ -90,16 +90,6 @@ void appendTimestamp(std::string& out, std::chrono::system_clock::time_point ts)
   out += 'Z';
 }
 
-namespace {
-
-void appendHex(char (&out)[64], const Sha256& digest) {
-  constexpr char kHex[] = "0123456789abcdef";
-  for (std::size_t i = 0; i < digest.size(); ++i) {
-    out[2 * i] = kHex[digest[i] >> 4];
-    out[2 * i + 1] = kHex[digest[i] & 0xf];
-  }
-}
-
 // "1.2.3.4:80" or "[::1]:53" into `buf`, without allocating.
 std::string_view formatEndpoint(const policy::Endpoint& endpoint, char (&buf)[64]) {
   char address[policy::IpAddress::kMaxTextLength + 1];
@@ -117,16 +107,6 @@ std::string_view formatEndpoint(const policy::Endpoint& endpoint, char (&buf)[64
   auto [end, ec] = std::to_chars(buf + at, buf + sizeof(buf), endpoint.port);
   (void)ec;  // 64 bytes hold any endpoint
   return std::string_view(buf, static_cast<std::size_t>(end - buf));
-}
-
-void endpointField(JsonWriter& json, std::string_view name,
-                   const std::optional<policy::Endpoint>& endpoint) {
-  if (endpoint) {
-    char buf[64];
-    json.field(name, formatEndpoint(*endpoint, buf));
-  } else {
-    json.fieldNull(name);
-  }
 }
 
 constexpr char kHexDigits[] = "0123456789abcdef";
@@ -199,6 +179,26 @@ bool appendCappedString(std::string& out, std::string_view text, std::size_t cap
   return whole;
 }
 
+namespace {
+
+void appendHex(char (&out)[64], const Sha256& digest) {
+  constexpr char kHex[] = "0123456789abcdef";
+  for (std::size_t i = 0; i < digest.size(); ++i) {
+    out[2 * i] = kHex[digest[i] >> 4];
+    out[2 * i + 1] = kHex[digest[i] & 0xf];
+  }
+}
+
+void endpointField(JsonWriter& json, std::string_view name,
+                   const std::optional<policy::Endpoint>& endpoint) {
+  if (endpoint) {
+    char buf[64];
+    json.field(name, formatEndpoint(*endpoint, buf));
+  } else {
+    json.fieldNull(name);
+  }
+}
+
 // Which of the capped fields were cut, and how long each value was: the `truncated` member.
 struct Truncation {
   std::array<std::pair<std::string_view, std::size_t>, 4> cut{};
@@ -216,6 +216,24 @@ void cappedField(JsonWriter& json, std::string& out, std::string_view name,
   json.afterValue();
 }
 
+void bytesField(JsonWriter& json, std::string_view name, std::optional<std::uint64_t> bytes) {
+  if (bytes) {
+    json.field(name, static_cast<std::int64_t>(*bytes));
+  } else {
+    json.fieldNull(name);
+  }
+}
+
+void digestField(JsonWriter& json, std::string_view name, bool present, const Sha256& digest) {
+  if (present) {
+    char hex[64];
+    appendHex(hex, digest);
+    json.field(name, std::string_view(hex, sizeof(hex)));
+  } else {
+    json.fieldNull(name);
+  }
+}
+
 }  // namespace
 
 void appendRecordBody(std::string& out, const AuditRecord& r) {
@@ -227,6 +245,7 @@ void appendRecordBody(std::string& out, const AuditRecord& r) {
   out += '"';
   json.afterValue();
   json.field(field::kSandbox, r.sandbox);
+  json.field(field::kKind, "http");
   json.field(field::kConn, static_cast<std::int64_t>(r.conn));
   endpointField(json, field::kClient, r.client);
   json.field(field::kMode, toString(r.mode));
@@ -256,23 +275,25 @@ void appendRecordBody(std::string& out, const AuditRecord& r) {
   } else {
     json.fieldNull(field::kStatus);
   }
-  json.field(field::kReqBytes, static_cast<std::int64_t>(r.req_bytes));
-  json.field(field::kRespBytes, static_cast<std::int64_t>(r.resp_bytes));
-  if (r.hashed) {
-    char hex[64];
-    appendHex(hex, r.req_sha256);
-    json.field(field::kReqSha256, std::string_view(hex, sizeof(hex)));
-    appendHex(hex, r.resp_sha256);
-    json.field(field::kRespSha256, std::string_view(hex, sizeof(hex)));
-  } else {
-    json.fieldNull(field::kReqSha256);
-    json.fieldNull(field::kRespSha256);
-  }
+  bytesField(json, field::kReqBytes, r.req_bytes);
+  bytesField(json, field::kRespBytes, r.resp_bytes);
+  digestField(json, field::kReqSha256, r.hashed && r.req_bytes, r.req_sha256);
+  digestField(json, field::kRespSha256, r.hashed && r.resp_bytes, r.resp_sha256);
   json.fieldOrNull(field::kProto, toString(r.proto));
   json.fieldOrNull(field::kUpstreamProto, toString(r.upstream_proto));
   json.fieldOrNull(field::kUpgrade,
                    r.websocket ? std::string_view("websocket") : std::string_view{});
   json.fieldOrNull(field::kError, toString(r.error));
+  json.key(field::kDeniedAddrs).beginArray();
+  for (const DeniedAddress& denied : r.denied_addrs) {
+    char buf[policy::IpAddress::kMaxTextLength + 1];
+    json.beginObject();
+    json.field("ip", std::string_view(buf, denied.ip.format(buf)));
+    json.field("class", policy::addressClassText(denied.ip));
+    json.field("refused", policy::toString(denied.why));
+    json.endObject();
+  }
+  json.endArray();
   json.field(field::kDurationMs, static_cast<std::int64_t>(r.duration_ms));
   if (truncation.count != 0) {
     json.key(field::kTruncated).beginObject();

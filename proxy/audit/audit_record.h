@@ -33,6 +33,7 @@ namespace sluice::proxy::audit {
 namespace field {
 inline constexpr std::string_view kTs = "ts";
 inline constexpr std::string_view kSandbox = "sandbox";
+inline constexpr std::string_view kKind = "kind";
 inline constexpr std::string_view kConn = "conn";
 inline constexpr std::string_view kClient = "client";
 inline constexpr std::string_view kMode = "mode";
@@ -55,6 +56,7 @@ inline constexpr std::string_view kProto = "proto";
 inline constexpr std::string_view kUpstreamProto = "upstream_proto";
 inline constexpr std::string_view kUpgrade = "upgrade";
 inline constexpr std::string_view kError = "error";
+inline constexpr std::string_view kDeniedAddrs = "denied_addrs";
 inline constexpr std::string_view kDurationMs = "duration_ms";
 inline constexpr std::string_view kTruncated = "truncated";  // only when a value was cut
 inline constexpr std::string_view kChain = "chain";
@@ -69,9 +71,12 @@ inline constexpr std::size_t kMaxHostBytes = 512;
 inline constexpr std::size_t kMaxUrlBytes = 4096;
 // What sluice writes itself, from '{' up to `,"chain"`, with every field at its longest (names
 // from the config at their 64-character limit, IPv6 endpoints, 20-digit numbers, both
-// digests), and `addrs` empty; and the most each resolved address adds to `addrs`.
+// digests), and `addrs` and `denied_addrs` empty; and the most each resolved address adds to
+// `addrs`, and each refused one to `denied_addrs` (only the kMaxAddresses an answer is checked
+// for can be refused).
 inline constexpr std::size_t kMaxFixedBytes = 1000;
 inline constexpr std::size_t kMaxAddressBytes = 48;
+inline constexpr std::size_t kMaxDeniedAddressBytes = 128;
 // The `truncated` member with all four fields cut, each with a 20-digit length.
 inline constexpr std::size_t kMaxTruncatedBytes = 120;
 
@@ -110,6 +115,12 @@ std::string_view toString(Error e);  // "" for None
 
 using Sha256 = std::array<std::uint8_t, 32>;
 
+// An address of H that the address checks refused (`denied_addrs`, reason ip_denied), and why.
+struct DeniedAddress {
+  policy::IpAddress ip;
+  policy::AddressRefusal why = policy::AddressRefusal::NotGlobal;
+};
+
 // Views into the session's state: valid for the duration of AuditLog::write().
 struct AuditRecord {
   std::chrono::system_clock::time_point ts;
@@ -128,15 +139,18 @@ struct AuditRecord {
   std::string_view rule;                 // empty: null
   policy::Reason reason = policy::Reason::None;
   int status = 0;                        // 0: null (no HTTP answer was sent)
-  std::uint64_t req_bytes = 0;
-  std::uint64_t resp_bytes = 0;
-  bool hashed = false;                   // hash_bodies: write the two digests
+  // Body bytes of a body sluice read (sent upstream, or relayed down); null for one it never
+  // read (a refused request's, the origin's when none answered), even with hash_bodies.
+  std::optional<std::uint64_t> req_bytes;
+  std::optional<std::uint64_t> resp_bytes;
+  bool hashed = false;  // hash_bodies: the digest of each body that was read
   Sha256 req_sha256{};
   Sha256 resp_sha256{};
   Proto proto = Proto::None;           // the sandbox's leg
   Proto upstream_proto = Proto::None;  // the origin's leg
   bool websocket = false;              // `upgrade`: the request asked for a WebSocket
   Error error = Error::None;
+  std::span<const DeniedAddress> denied_addrs;
   std::uint64_t duration_ms = 0;
 };
 
@@ -145,5 +159,12 @@ void appendRecordBody(std::string& out, const AuditRecord& record);
 
 // "2026-11-29T22:09:51.123Z"
 void appendTimestamp(std::string& out, std::chrono::system_clock::time_point ts);
+
+// For the record writers: "1.2.3.4:80" or "[::1]:53" into `buf`, without allocating.
+std::string_view formatEndpoint(const policy::Endpoint& endpoint, char (&buf)[64]);
+// The JSON string (quotes included) of a value copied from the sandbox, with at most `cap`
+// bytes between its quotes (the header comment says how each byte is written); false when it
+// was cut, at a character boundary.
+bool appendCappedString(std::string& out, std::string_view text, std::size_t cap);
 
 }  // namespace sluice::proxy::audit

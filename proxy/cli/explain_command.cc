@@ -1,12 +1,18 @@
 // sluice explain: the verdict sluice would give one hypothetical request, as one JSON object
 // (docs/cli.md#sluice-explain). It walks the same decision points as the gateway, in the same
 // order: first the connection (the CONNECT target, or the absolute-form URL of plain http), then
-// the request inside it, then the addresses (only those given with --ip: explain never resolves).
+// the request inside it, then the addresses: those given with --ip, or with --resolve what the
+// configured resolver answers, asked as `run` asks it (only for a name the policy allowed).
 //
 // Exit 0 when sluice would forward it (allow, or report in a report-mode sandbox), 1 when it
 // would deny it, 2 for bad input (flags, config, sandbox name, a URL that is not absolute).
+#include <uv.h>
+
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "base/json_writer.h"
@@ -16,6 +22,7 @@
 #include "proxy/cli/cli.h"
 #include "proxy/cli/flags.h"
 #include "proxy/config/config_files.h"
+#include "proxy/dns/resolver.h"
 
 namespace sluice::cli {
 
@@ -27,7 +34,7 @@ using policy::Reason;
 
 constexpr std::string_view kUsageLine =
     "usage: sluice explain -c FILE --sandbox NAME --url URL [--method M] [--sni NAME] "
-    "[--ip ADDR]...\n";
+    "[--ip ADDR]... [--resolve]\n";
 
 int badInput(Streams streams, const std::string& problem) {
   std::fprintf(streams.err, "sluice explain: %s\n%.*s", problem.c_str(),
@@ -57,7 +64,36 @@ struct Query {
   std::string_view sni;
   std::vector<IpAddress> addresses;
   bool resolved = false;
+  // --resolve: the resolver was asked; a failure is `dns_error`, a deny with dns_failed.
+  bool asked_resolver = false;
+  std::optional<proxy::dns::DnsError> dns_error;
 };
+
+// --resolve: one lookup through the configured resolver (dns.servers, else /etc/resolv.conf's
+// nameservers), the Resolver `run` uses, on a loop of its own.
+proxy::dns::LookupResult resolveOnce(const policy::DnsSettings& settings, std::string_view name) {
+  using proxy::dns::LookupResult;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  std::optional<LookupResult> result;
+  {
+    proxy::dns::Resolver resolver(&loop, settings);
+    auto resolution = resolver.resolve(name, [&](LookupResult r) { result = std::move(r); });
+    std::unique_ptr<proxy::dns::Resolver::Lookup> lookup;
+    if (auto* now = std::get_if<LookupResult>(&resolution)) {
+      result = std::move(*now);
+    } else {
+      lookup = std::move(std::get<std::unique_ptr<proxy::dns::Resolver::Lookup>>(resolution));
+    }
+    while (!result && uv_run(&loop, UV_RUN_ONCE) != 0) {
+    }
+    lookup.reset();
+    resolver.close(nullptr);
+    uv_run(&loop, UV_RUN_DEFAULT);  // the resolver's handles close
+  }
+  uv_loop_close(&loop);
+  return result ? std::move(*result) : LookupResult(Err{proxy::dns::DnsError::Failed});
+}
 
 Decision explain(const Query& q) {
   if (q.url.scheme == policy::UrlScheme::Other) {
@@ -97,6 +133,28 @@ Decision explain(const Query& q) {
   return policy::decide(*q.sandbox, facts);
 }
 
+// --resolve, as `run` does it: the request is decided first; only a name it allowed is resolved,
+// and then decided again with the answer. No answer: a deny with dns_failed.
+Decision explainResolving(Query& q, const policy::DnsSettings& settings) {
+  Decision d = explain(q);
+  if (!d.forwards() || d.host.isIpLiteral()) {
+    return d;
+  }
+  q.asked_resolver = true;
+  proxy::dns::LookupResult result = resolveOnce(settings, d.host.text());
+  if (!result) {
+    q.dns_error = result.error();
+    Decision failed;
+    failed.host = d.host;
+    failed.rule = d.rule;
+    failed.reason = Reason::DnsFailed;
+    return failed;
+  }
+  q.addresses = result.value()->addresses;
+  q.resolved = true;
+  return explain(q);
+}
+
 void writeResult(std::string& out, const Query& q, const Decision& d) {
   JsonWriter json(out);
   json.beginObject();
@@ -121,6 +179,9 @@ void writeResult(std::string& out, const Query& q, const Decision& d) {
     json.fieldNull("sni");
   }
   json.fieldBool("ip_checked", d.ip_checked);
+  if (q.asked_resolver) {
+    json.fieldOrNull("dns_error", q.dns_error ? proxy::dns::toString(*q.dns_error) : "");
+  }
   json.key("addresses").beginArray();
   // An IP-literal host is checked as its own address; otherwise the --ip addresses.
   std::vector<IpAddress> shown = q.addresses;
@@ -128,15 +189,19 @@ void writeResult(std::string& out, const Query& q, const Decision& d) {
     shown.assign(1, d.host.address());
   }
   for (std::size_t i = 0; i < shown.size() && d.ip_checked; ++i) {
-    policy::AddressClassification c = policy::classifyAddress(shown[i]);
-    std::string klass(policy::toString(c.address_class));
-    if (c.embedding != policy::Embedding::None) {
-      klass = std::string(policy::toString(c.embedding)) + ":" + klass;
-    }
+    const bool usable = i < policy::kMaxAddresses && ((d.usable_addresses >> i) & 1u) != 0;
     json.beginObject();
     json.field("ip", shown[i].toString());
-    json.fieldBool("usable", i < policy::kMaxAddresses && ((d.usable_addresses >> i) & 1u) != 0);
-    json.field("class", klass);
+    json.fieldBool("usable", usable);
+    json.field("class", policy::addressClassText(shown[i]));
+    // Why it is refused, as the audit record's denied_addrs says (the first kMaxAddresses;
+    // the rest are never dialled).
+    if (usable || i >= policy::kMaxAddresses) {
+      json.fieldNull("refused");
+    } else {
+      json.field("refused", policy::toString(
+                                policy::addressRefusal(*q.sandbox, d.rule, shown[i], q.url.port)));
+    }
     json.endObject();
   }
   json.endArray();
@@ -148,8 +213,9 @@ void writeResult(std::string& out, const Query& q, const Decision& d) {
 
 int explainCommand(std::span<const std::string_view> args, Streams streams) {
   static constexpr FlagSpec kSpecs[] = {
-      {"config", "c", false, true}, {"sandbox", "", false, true}, {"url", "", false, true},
-      {"method", "", false, true},  {"sni", "", false, true},     {"ip", "", true, true},
+      {"config", "c", false, true},  {"sandbox", "", false, true}, {"url", "", false, true},
+      {"method", "", false, true},   {"sni", "", false, true},     {"ip", "", true, true},
+      {"resolve", "", false, false},
   };
   std::string error;
   auto flags = Flags::parse(args, kSpecs, &error);
@@ -212,8 +278,12 @@ int explainCommand(std::span<const std::string_view> args, Streams streams) {
     q.addresses.push_back(*address);
   }
   q.resolved = !q.addresses.empty();
+  const bool resolve = flags->has("resolve");
+  if (resolve && q.resolved) {
+    return badInput(streams, "--resolve and --ip are exclusive: the addresses come from one");
+  }
 
-  Decision d = explain(q);
+  Decision d = resolve ? explainResolving(q, config.value()->dns) : explain(q);
   std::string out;
   writeResult(out, q, d);
   std::fputs(out.c_str(), streams.out);

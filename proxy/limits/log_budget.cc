@@ -4,11 +4,12 @@ namespace sluice::proxy::limits {
 
 bool LogBudget::take(std::string_view key, std::uint64_t now_ms, std::uint64_t& suppressed) {
   const std::lock_guard<std::mutex> lock(mutex_);
-  if (entries_.size() >= kMaxKeys && !entries_.contains(std::string(key))) {
-    entries_.clear();
-  }
-  const auto [it, added] = entries_.try_emplace(std::string(key), Entry{now_ms, 0});
-  if (added) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    if (entries_.size() >= kMaxKeys) {
+      entries_.clear();
+    }
+    entries_.emplace(std::string(key), Entry{now_ms, 0});
     suppressed = 0;
     return true;
   }
@@ -22,6 +23,11 @@ bool LogBudget::take(std::string_view key, std::uint64_t now_ms, std::uint64_t& 
   suppressed = entry.suppressed;
   entry = Entry{now_ms, 0};
   return true;
+}
+
+std::size_t LogBudget::keys() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
 }
 
 }  // namespace sluice::proxy::limits

@@ -6,6 +6,7 @@
 // again (an old key may then log once early).
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -21,14 +22,21 @@ class LogBudget {
   // Whether a line for `key` may go out at `now_ms`; if so, `suppressed` is how many lines for
   // it were left out since the last that went.
   bool take(std::string_view key, std::uint64_t now_ms, std::uint64_t& suppressed);
+  // How many keys it holds now (at most kMaxKeys).
+  std::size_t keys();
 
  private:
   struct Entry {
     std::uint64_t last_ms = 0;
     std::uint64_t suppressed = 0;
   };
+  // Looked up by string_view: a key is allocated only when it is new.
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   std::mutex mutex_;
-  std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> entries_;
 };
 
 }  // namespace sluice::proxy::limits

@@ -58,6 +58,8 @@ struct SandboxRuntime {
   // The lines that say a client refused sluice's certificate, per name and alert, across the
   // workers (docs/audit.md#errors).
   limits::LogBudget certificate_refusals;
+  // The lines that say a request was refused, per host and reason (docs/cli.md#logs).
+  limits::LogBudget denial_lines;
   // Its idle upstream connections in every worker's pool (upstream.max_idle_per_sandbox);
   // shared with each of them, as a pooled connection may outlive the runtime.
   std::shared_ptr<std::atomic<std::size_t>> idle_upstreams =

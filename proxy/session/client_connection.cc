@@ -89,7 +89,7 @@ void ClientConnection::refuseConnection(policy::Reason reason, bool answer) {
   }
   exchange_.record().proto = audit::Proto::None;  // closed before any HTTP
   SPDLOG_DEBUG("[C{}] refused: {}", facts_.id, policy::toString(reason));
-  exchange_.refuseWithoutAnswer(reason);
+  exchange_.refuseWithoutAnswer(reason, detail);
   flushAudit();
   close("over limits.max_connections");
 }

@@ -1,5 +1,7 @@
 #include "proxy/session/denial.h"
 
+#include <spdlog/spdlog.h>
+
 namespace sluice::proxy::session {
 
 std::string_view reasonPhrase(int status) {
@@ -66,6 +68,100 @@ std::string explainDenial(policy::Reason reason, std::string_view sandbox, std::
     default:
       return h;
   }
+}
+
+void listDeniedAddresses(const policy::Sandbox& sandbox, const policy::Rule* rule,
+                         std::span<const policy::IpAddress> addresses, std::uint16_t port,
+                         std::vector<audit::DeniedAddress>& out) {
+  out.clear();
+  for (std::size_t i = 0; i < addresses.size() && i < policy::kMaxAddresses; ++i) {
+    policy::AddressRefusal why = policy::addressRefusal(sandbox, rule, addresses[i], port);
+    if (why != policy::AddressRefusal::None) {
+      out.push_back({addresses[i], why});
+    }
+  }
+}
+
+std::string explainIpDenied(std::string_view host, std::span<const audit::DeniedAddress> denied,
+                            const policy::Rule* rule) {
+  // Enough to see what the resolver answered; a long answer is the same few classes again.
+  constexpr std::size_t kShown = 4;
+  std::string text(host);
+  text += " resolves only to addresses sluice does not connect to";
+  for (std::size_t i = 0; i < denied.size() && i < kShown; ++i) {
+    text += i == 0 ? ": " : ", ";
+    text += denied[i].ip.toString();
+    text += " (";
+    text += policy::addressClassText(denied[i].ip);
+    switch (denied[i].why) {
+      case policy::AddressRefusal::SluiceListener:
+        text += ", sluice's own listener";
+        break;
+      case policy::AddressRefusal::OutsideRuleIps:
+        text += ", outside the ips of rule ";
+        text += rule != nullptr ? std::string_view(rule->name) : std::string_view("?");
+        break;
+      case policy::AddressRefusal::NotGlobal:
+        text += ", not globally reachable";
+        break;
+      case policy::AddressRefusal::None:
+        break;
+    }
+    text += ')';
+  }
+  if (denied.size() > kShown) {
+    text += " and " + std::to_string(denied.size() - kShown) + " more";
+  }
+  return text;
+}
+
+namespace {
+
+// `text` for a log line: printable ASCII as it is, anything else '?', at most `cap` bytes (then
+// "...").
+void appendPrintable(std::string& out, std::string_view text, std::size_t cap) {
+  for (std::size_t i = 0; i < text.size() && i < cap; ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    out += (c < 0x20 || c >= 0x7f) ? '?' : static_cast<char>(c);
+  }
+  if (text.size() > cap) {
+    out += "...";
+  }
+}
+
+}  // namespace
+
+void logDenial(limits::LogBudget& budget, std::uint64_t now_ms, std::string_view sandbox,
+               std::string_view host, std::string_view method, std::string_view url,
+               policy::Reason reason, std::string_view detail) {
+  if (!spdlog::should_log(spdlog::level::info)) {
+    return;
+  }
+  // The key: a host that did not canonicalise is one key, whatever its bytes (the budget's
+  // memory stays bounded by names, not by what a sandbox can invent).
+  std::string key;
+  key.reserve(host.size() + 32);
+  key.append(host.empty() ? std::string_view("\n?") : host).push_back('\n');
+  key += policy::reasonInfo(reason).token;
+  std::uint64_t suppressed = 0;
+  if (!budget.take(key, now_ms, suppressed)) {
+    return;
+  }
+  std::string line;
+  appendPrintable(line, method.empty() ? std::string_view("-") : method, 32);
+  line += ' ';
+  appendPrintable(line, url.empty() ? std::string_view("-") : url, 300);
+  line += ": ";
+  line += policy::reasonInfo(reason).token;
+  if (!detail.empty()) {
+    line += " (";
+    appendPrintable(line, detail, 400);
+    line += ')';
+  }
+  if (suppressed != 0) {
+    line += " [" + std::to_string(suppressed) + " more like it since the last such line]";
+  }
+  spdlog::info("sandbox '{}': denied {}", sandbox, line);
 }
 
 std::string denialBody(policy::Reason reason, std::string_view detail) {

@@ -4,10 +4,15 @@
 // `Proxy-Status`, a one-line text body, and `Connection: close` (a denied connection is not
 // kept: nothing pipelined behind a denied request is read).
 
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "policy/decision.h"
 #include "policy/reason.h"
+#include "proxy/audit/audit_record.h"
+#include "proxy/limits/log_budget.h"
 
 namespace sluice::proxy::session {
 
@@ -22,6 +27,27 @@ std::string denialPhrase(int status, policy::Reason reason);
 // is not allowed. `host` is canonical H (or H as received when it is not a valid name).
 std::string explainDenial(policy::Reason reason, std::string_view sandbox, std::string_view host,
                           std::string_view method, std::string_view target);
+
+// ip_denied: the addresses of H the checks refused (the first kMaxAddresses of `addresses`, all
+// refused when the reason is ip_denied), each with why, into `out` (cleared first).
+void listDeniedAddresses(const policy::Sandbox& sandbox, const policy::Rule* rule,
+                         std::span<const policy::IpAddress> addresses, std::uint16_t port,
+                         std::vector<audit::DeniedAddress>& out);
+// The explanation of an ip_denied: H, then each refused address with its class and why
+// (docs/policy.md#addresses), so that the user sees what the resolver answered without
+// `sluice explain`: "h resolves only to addresses sluice does not connect to: 192.0.2.7
+// (documentation, not globally reachable)". The first few addresses, then how many more.
+std::string explainIpDenied(std::string_view host, std::span<const audit::DeniedAddress> denied,
+                            const policy::Rule* rule);
+
+// The line at the default level (info) that says a sandbox was refused (docs/cli.md#logs):
+// sandbox, method, url, reason and why, at most once a minute per (sandbox, host, reason), with
+// how many were left out since, so that a sandbox hammering one refused host costs one line a
+// minute. What came from the sandbox (method, url, why) is cut to a few hundred bytes, its
+// control and non-ASCII bytes shown as '?': a log line is never the sandbox's to shape.
+void logDenial(limits::LogBudget& budget, std::uint64_t now_ms, std::string_view sandbox,
+               std::string_view host, std::string_view method, std::string_view url,
+               policy::Reason reason, std::string_view detail);
 
 // The one-line text body of sluice's answer: "sluice: <reason>: <detail>\n", hostile bytes of
 // `detail` replaced. (HTTP/2 answers carry the same text: docs/wire.md#http2.)

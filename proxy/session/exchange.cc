@@ -84,13 +84,16 @@ void Exchange::beginRequest(const http::RequestHead& head, bool hash) {
 
 void Exchange::tunnelOpened() { transition(ExchangeState::Idle); }
 
-void Exchange::refuseWithoutAnswer(policy::Reason reason) {
+void Exchange::refuseWithoutAnswer(policy::Reason reason, std::string_view detail) {
   if (reason != policy::Reason::None) {
     // A refused tunnel is on record like a refused request, and takes a token like one.
     if (!chargeRequest()) {
       reason = policy::Reason::RateLimited;
       record_.rule.clear();
     }
+    normaliseUrl(record_.url);
+    logDenial(host_.runtime().denial_lines, uv_now(host_.context().loop), sandbox().name,
+              record_.host, record_.method, record_.url, reason, detail);
     writeRecord(policy::Verdict::Deny, reason, 0);
     transition(ExchangeState::Denied);
   } else if (state_ == ExchangeState::Deciding) {
@@ -179,9 +182,8 @@ void Exchange::decide() {
     return;
   }
   if (!d.forwards()) {
-    deny(d.reason, explainDenial(d.reason, sandbox().name,
-                                 record_.host.empty() ? record_.target_host : record_.host,
-                                 record_.method, record_.origin_target));
+    refuse(d, record_.host.empty() ? record_.target_host : record_.host, record_.method,
+           record_.origin_target);
     return;
   }
   if (head_->websocket_upgrade) {
@@ -280,6 +282,24 @@ bool Exchange::holdsMore() const {
          held_body_.size() < kBodyScanBytes;
 }
 
+void Exchange::refuse(const policy::Decision& decision, std::string_view host,
+                      std::string_view method, std::string_view target) {
+  if (decision.reason != policy::Reason::IpDenied) {
+    deny(decision.reason, explainDenial(decision.reason, sandbox().name, host, method, target));
+    return;
+  }
+  // The addresses decide() checked: an IP-literal H is its own; else what the connector
+  // resolved.
+  std::span<const policy::IpAddress> addresses;
+  if (decision.host.isIpLiteral()) {
+    addresses = std::span<const policy::IpAddress>(&decision.host.address(), 1);
+  } else if (record_.answer) {
+    addresses = record_.answer->addresses;
+  }
+  listDeniedAddresses(sandbox(), decision.rule, addresses, record_.port, record_.denied_addrs);
+  deny(decision.reason, explainIpDenied(host, record_.denied_addrs, decision.rule));
+}
+
 void Exchange::deny(policy::Reason reason, std::string_view detail) {
   // A request refused before it took its token (a bad head, a refused CONNECT) takes one now:
   // beyond the sandbox's rate every request is a 429, whatever else was wrong with it.
@@ -290,8 +310,14 @@ void Exchange::deny(policy::Reason reason, std::string_view detail) {
     detail = over_rate;
     record_.rule.clear();
   }
+  if (reason != policy::Reason::IpDenied) {
+    record_.denied_addrs.clear();  // (refuse() listed them for an ip_denied the rate overrode)
+  }
   const policy::ReasonInfo& info = policy::reasonInfo(reason);
   SPDLOG_DEBUG("[C{}] deny {}: {}", host_.facts().id, info.token, detail);
+  normaliseUrl(record_.url);
+  logDenial(host_.runtime().denial_lines, uv_now(host_.context().loop), sandbox().name,
+            record_.host, record_.method, record_.url, reason, detail);
   const bool head_sent = responseBegun();
   int status = head_sent ? record_.status : info.http_status;
   if (!head_sent) {

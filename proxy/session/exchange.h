@@ -83,9 +83,9 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   // A CONNECT or redirected ClientHello was allowed: a tunnel, not a request (Idle).
   void tunnelOpened();
   // Refused where no answer can be sent (a tunnel's ClientHello or handshake, a connection over
-  // a limit): its record, with the token it takes; `reason` None (sluice's own failure): no
-  // record.
-  void refuseWithoutAnswer(policy::Reason reason);
+  // a limit): its record, with the token it takes, and the refusal's log line (`detail` says
+  // why); `reason` None (sluice's own failure): no record.
+  void refuseWithoutAnswer(policy::Reason reason, std::string_view detail);
   // The tunnel this exchange opened ended abnormally, over `proto`, for `error` (an HTTP/2
   // flood): a record of the tunnel's facts says so, `bad_request` with no status, once its
   // requests have theirs (docs/audit.md#errors). The exchange stays where it is.
@@ -119,6 +119,10 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   // sluice's own answer (status, reason, record), unless the response began; the connection
   // then ends (HTTP/1.1).
   void deny(policy::Reason reason, std::string_view detail);
+  // deny() for a decision that does not forward, explained from the request's `host`, `method`
+  // and `target`; for ip_denied, the addresses refused go on record and into the explanation.
+  void refuse(const policy::Decision& decision, std::string_view host, std::string_view method,
+              std::string_view target);
   // The client closed its side while this exchange was in flight.
   void onClientClosed();
   // The connection closes under the exchange: its record says what was sent so far.

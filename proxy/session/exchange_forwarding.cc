@@ -92,8 +92,7 @@ void Exchange::upstreamAttached(std::optional<const policy::Rule*> rule) {
 }
 
 void Exchange::onUpstreamRefused(const policy::Decision& decision) {
-  deny(decision.reason, explainDenial(decision.reason, sandbox().name, record_.host, record_.method,
-                                      record_.origin_target));
+  refuse(decision, record_.host, record_.method, record_.origin_target);
 }
 
 void Exchange::onUpstreamRefused(policy::Reason reason, std::string_view detail) {
@@ -113,6 +112,7 @@ void Exchange::startForwarding() {
   // Credential brokering: the rule's headers replace the sandbox's.
   injectedFields(matched_rule_, *host_.generation().secrets, inject_fields_);
   channel_->sendHead(*head_, record_.origin_target, host_value, inject_fields_);
+  record_.req_body_read = true;  // what body it has is relayed from here
   if (state_ != ExchangeState::SendingRequest || host_.closing()) {
     return;  // the channel failed at once (a write, a stream it could not open): answered
   }
@@ -142,6 +142,7 @@ std::string Exchange::canonicalAuthority() const {
 }
 
 void Exchange::onRequestBody(std::span<const char> data) {
+  record_.req_body_read = true;
   record_.req_bytes += data.size();
   if (record_.hashing) {
     EVP_DigestUpdate(record_.req_hash.get(), data.data(), data.size());
@@ -207,6 +208,7 @@ void Exchange::onInterimHead(const http::ResponseHead& head) {
 
 void Exchange::onResponseHead(const http::ResponseHead& head) {
   record_.status = head.status;
+  record_.resp_body_read = true;
   if (head.framing == http::ResponseFraming::Switched) {
     switchToWebSocket(head);
     return;

@@ -138,7 +138,7 @@ void Http2Stream::onHead(bool end_stream) {
     // A stream error, never translated (RFC 9113 §8.1.1); on record like any refused request.
     SPDLOG_DEBUG("[C{}] stream {} malformed: {}", facts().id, id_, request_.malformation());
     beginRefusedRecord();
-    exchange_.refuseWithoutAnswer(policy::Reason::BadRequest);
+    exchange_.refuseWithoutAnswer(policy::Reason::BadRequest, request_.malformation());
     resetStream(NGHTTP2_PROTOCOL_ERROR);
     return;
   }
@@ -342,7 +342,7 @@ void Http2Stream::onClosed(std::uint32_t error_code) {
     // nghttp2 reset a stream whose head it found malformed (RFC 9113 §8.1.1) before sluice saw
     // it whole: on record as a refused request, with what its head showed.
     beginRefusedRecord();
-    exchange_.refuseWithoutAnswer(policy::Reason::BadRequest);
+    exchange_.refuseWithoutAnswer(policy::Reason::BadRequest, "a malformed stream head");
   }
   dropHeld();
   codec_.onStreamOver(*this);

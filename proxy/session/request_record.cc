@@ -29,7 +29,10 @@ void RequestRecord::reset(std::uint64_t now_ms, std::uint64_t now_ns, bool hash)
   upstream_proto = audit::Proto::None;
   websocket = false;
   error = audit::Error::None;
+  denied_addrs.clear();
   status = 0;
+  req_body_read = false;
+  resp_body_read = false;
   req_bytes = 0;
   resp_bytes = 0;
   hashing = hash;
@@ -41,6 +44,31 @@ void RequestRecord::reset(std::uint64_t now_ms, std::uint64_t now_ns, bool hash)
     EVP_DigestInit_ex(req_hash.get(), EVP_sha256(), nullptr);
     EVP_DigestInit_ex(resp_hash.get(), EVP_sha256(), nullptr);
   }
+}
+
+void normaliseUrl(std::string& url) {
+  std::string_view text = url;
+  std::string_view default_port;
+  if (text.starts_with("https://")) {
+    default_port = ":443";
+  } else if (text.starts_with("http://")) {
+    default_port = ":80";
+  } else {
+    return;
+  }
+  std::size_t start = text.find("://") + 3;
+  std::size_t end = text.find_first_of("/?#", start);
+  std::string_view authority =
+      text.substr(start, end == std::string_view::npos ? text.npos : end - start);
+  if (authority.size() <= default_port.size() || !authority.ends_with(default_port)) {
+    return;
+  }
+  std::string_view host = authority.substr(0, authority.size() - default_port.size());
+  // A bare IPv6 address ("::1:80") has no port to take off; a bracketed one ends with ']'.
+  if (host.find(':') != std::string_view::npos && !host.ends_with(']')) {
+    return;
+  }
+  url.erase(start + host.size(), default_port.size());
 }
 
 void writeAuditRecord(RequestRecord& record, const ConnectionFacts& connection,
@@ -66,6 +94,7 @@ void writeAuditRecord(RequestRecord& record, const ConnectionFacts& connection,
   if (!record.method.empty()) {
     r.method = record.method;
   }
+  normaliseUrl(record.url);
   r.url = record.url;
   if (record.answer) {
     r.addrs = record.answer->addresses;
@@ -75,8 +104,13 @@ void writeAuditRecord(RequestRecord& record, const ConnectionFacts& connection,
   r.rule = record.rule;
   r.reason = reason;
   r.status = status;
-  r.req_bytes = record.req_bytes;
-  r.resp_bytes = record.resp_bytes;
+  if (record.req_body_read) {
+    r.req_bytes = record.req_bytes;
+  }
+  if (record.resp_body_read) {
+    r.resp_bytes = record.resp_bytes;
+  }
+  r.denied_addrs = record.denied_addrs;
   r.proto = record.proto;
   // Only what reached an upstream says how it was spoken to.
   r.upstream_proto = record.upstream ? record.upstream_proto : audit::Proto::None;

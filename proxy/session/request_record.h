@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "certs/openssl_ptr.h"
 #include "policy/decision.h"
@@ -61,8 +62,15 @@ struct RequestRecord {
   std::shared_ptr<const dns::Answer> answer;
   std::optional<policy::Endpoint> upstream;
 
-  // What came back.
+  // ip_denied: each address of H refused, and why (docs/audit.md#the-fields).
+  std::vector<audit::DeniedAddress> denied_addrs;
+
+  // What came back. A body is read once the request goes upstream (its body is relayed as it
+  // comes, if it has one) or a part of it is held, and the response's once its head came: before
+  // that, the record says null for it, not 0.
   int status = 0;
+  bool req_body_read = false;
+  bool resp_body_read = false;
   std::uint64_t req_bytes = 0;
   std::uint64_t resp_bytes = 0;
   bool hashing = false;  // audit.hash_bodies
@@ -80,6 +88,11 @@ struct RequestRecord {
     return verdict == policy::Verdict::Report ? policy_reason : policy::Reason::None;
   }
 };
+
+// One form of url whatever built it (docs/audit.md#the-fields): no port when it is the scheme's
+// default ("https://h:443/p" is "https://h/p"). The rest stays as built: canonical once H was,
+// as received before. (Idempotent.)
+void normaliseUrl(std::string& url);
 
 // Writes `record`'s audit record (with the connection's facts, `verdict`, `reason` and the
 // `status` the client got) to the sandbox's audit log, and counts it in the sandbox's metrics,

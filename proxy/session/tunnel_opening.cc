@@ -65,9 +65,8 @@ void TunnelOpening::onConnect(const http::RequestHead& head) {
   if (!d.forwards()) {
     // A refused CONNECT is a request that ends here, with a record: deny() takes a token for
     // it like for any request (an allowed one does not; the requests inside the tunnel will).
-    exchange_.deny(d.reason, explainDenial(d.reason, host_.sandbox().name,
-                                           record.host.empty() ? facts_.host : record.host,
-                                           "CONNECT", facts_.authority));
+    exchange_.refuse(d, record.host.empty() ? facts_.host : record.host, "CONNECT",
+                     facts_.authority);
     return;
   }
   record.verdict = d.verdict;
@@ -246,7 +245,8 @@ void TunnelOpening::refuse(policy::Reason reason, std::uint8_t alert, std::strin
     transport_.writeRaw(
         std::string_view(reinterpret_cast<const char*>(record.data()), record.size()));
   }
-  exchange_.refuseWithoutAnswer(reason);  // on record like a refused request (None: sluice's)
+  // On record like a refused request (None: sluice's own failure).
+  exchange_.refuseWithoutAnswer(reason, detail);
   transport_.dropTls();                   // nothing polite to say over a TLS session that never was
   host_.finishConnection();
 }

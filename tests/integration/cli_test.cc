@@ -142,15 +142,15 @@ TEST(Explain, ChecksGivenAddresses) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, HasSubstr(R"("reason":"ip_denied")"));
   EXPECT_THAT(r.out, HasSubstr(R"("ip_checked":true)"));
-  EXPECT_THAT(r.out, HasSubstr(R"({"ip":"169.254.169.254","usable":false,"class":"link_local"})"));
+  EXPECT_THAT(r.out, HasSubstr(R"({"ip":"169.254.169.254","usable":false,"class":"link_local","refused":"not_global"})"));
   EXPECT_THAT(r.out,
-              HasSubstr(R"({"ip":"64:ff9b::7f00:1","usable":false,"class":"nat64:loopback"})"));
+              HasSubstr(R"({"ip":"64:ff9b::7f00:1","usable":false,"class":"nat64:loopback","refused":"not_global"})"));
 
   ProcessResult ok =
       sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox", "default", "--url",
               "https://pypi.org/simple/", "--ip", "10.0.0.1", "--ip", "151.101.0.223"});
   EXPECT_EQ(ok.exit_code, 0);
-  EXPECT_THAT(ok.out, HasSubstr(R"({"ip":"151.101.0.223","usable":true,"class":"global"})"));
+  EXPECT_THAT(ok.out, HasSubstr(R"({"ip":"151.101.0.223","usable":true,"class":"global","refused":null})"));
 }
 
 TEST(Explain, SniDefaultsToTheUrlHostAndCanDiffer) {

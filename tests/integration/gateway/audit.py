@@ -5,10 +5,10 @@ import re
 
 from netutil import read_text, wait_until
 
-FIELDS = ("ts", "sandbox", "conn", "client", "mode", "sni", "host", "method", "url",
+FIELDS = ("ts", "sandbox", "kind", "conn", "client", "mode", "sni", "host", "method", "url",
           "orig_dst", "addrs", "upstream", "decision", "rule", "reason", "status",
           "req_bytes", "resp_bytes", "req_sha256", "resp_sha256", "proto", "upstream_proto",
-          "upgrade", "error", "duration_ms", "chain")
+          "upgrade", "error", "denied_addrs", "duration_ms", "chain")
 # The `error` tokens of docs/audit.md#errors.
 ERRORS = {"h2_rapid_reset", "h2_empty_data_flood", "h2_control_frame_flood", "h2_settings_flood",
           "h2_continuation_flood", "h2_compression_error", "h2_protocol_error",
@@ -25,6 +25,11 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 _CLIENT = re.compile(r"^127\.0\.0\.\d+:\d+$")
+# A url in its one form: never the scheme's default port (docs/audit.md#the-fields).
+_DEFAULT_PORT_URL = re.compile(r"^(https://[^/?#]+:443|http://[^/?#]+:80)(?:[/?#]|$)")
+# Reasons decided before any upstream was asked: the origin's body was never read.
+_BEFORE_UPSTREAM = REASONS - {"upstream_connect", "upstream_cert", "upstream_timeout",
+                              "rate_limited", "audit_unavailable", "bad_request", "secret_misuse"}
 
 
 def check_shape(rec, hash_bodies=True, client_re=None):
@@ -45,11 +50,42 @@ def check_shape(rec, hash_bodies=True, client_re=None):
     assert rec["upstream_proto"] is None or rec["upstream"] is not None, rec
     assert rec["upgrade"] in (None, "websocket"), rec
     assert rec["error"] is None or rec["error"] in ERRORS, rec
+    assert rec["kind"] == "http", rec
+    assert rec["url"] is None or not _DEFAULT_PORT_URL.match(rec["url"]), rec
+    denied = rec["denied_addrs"]
+    assert isinstance(denied, list), rec
+    assert bool(denied) == (rec["reason"] == "ip_denied" and rec["decision"] == "deny"), rec
+    for entry in denied:
+        assert list(entry) == ["ip", "class", "refused"], rec
+        assert entry["refused"] in ("sluice_listener", "outside_rule_ips", "not_global"), rec
+        assert entry["class"], rec
     for key in ("req_bytes", "resp_bytes", "duration_ms"):
         assert rec[key] is None or isinstance(rec[key], (int, float)), rec
+    # A body sluice never read is null, not 0 (nor the digest of nothing).
+    if rec["reason"] in _BEFORE_UPSTREAM and rec["decision"] == "deny":
+        assert rec["resp_bytes"] is None, rec
     if hash_bodies:
         for key in ("req_sha256", "resp_sha256"):
             assert rec[key] is None or _HEX64.match(rec[key]), rec
+        for side in ("req", "resp"):
+            assert (rec[side + "_bytes"] is None) == (rec[side + "_sha256"] is None), rec
+    else:
+        assert rec["req_sha256"] is None and rec["resp_sha256"] is None, rec
+    assert _HEX64.match(rec["chain"]), rec
+
+
+DNS_FIELDS = ("ts", "sandbox", "kind", "client", "name", "qtype", "answer", "count", "chain")
+
+
+def check_dns_shape(rec):
+    """A record of the sandbox's resolver (docs/audit.md#dns-records): exactly its fields, in
+    order."""
+    assert list(rec) == list(DNS_FIELDS), "DNS record fields: %r" % rec
+    assert _TS.match(rec["ts"]), rec
+    assert rec["kind"] == "dns", rec
+    assert rec["answer"] in ("nxdomain", "refused", "nodata", "answered"), rec
+    assert isinstance(rec["count"], int) and rec["count"] >= 1, rec
+    assert re.match(r"^([A-Z0-9]+|TYPE\d+)$", rec["qtype"]), rec
     assert _HEX64.match(rec["chain"]), rec
 
 
@@ -79,20 +115,29 @@ class AuditLog:
         # Only whole lines: a record being written may not have its newline yet.
         return text.split("\n")[:-1] if text else []
 
-    def records(self):
+    def _parsed(self, start=0):
         out = []
-        for number, line in enumerate(self.lines(), 1):
+        for number, line in enumerate(self.lines()[start:], start + 1):
             try:
                 out.append(json.loads(line))
             except ValueError as e:
                 raise AssertionError("audit line %d is not JSON (%s): %r" % (number, e, line))
         return out
 
+    def records(self):
+        """The request records (docs/audit.md#the-fields): `kind` "http", or no `kind`."""
+        return [r for r in self._parsed() if r.get("kind", "http") == "http"]
+
+    def dns_records(self, mark=0):
+        """The records of the sandbox's resolver (docs/audit.md#dns-records), after `mark`."""
+        return [r for r in self._parsed(mark) if r.get("kind") == "dns"]
+
     def mark(self):
+        """A point in the log (a line count, whatever the records' kinds)."""
         return len(self.lines())
 
     def since(self, mark):
-        return self.records()[mark:]
+        return [r for r in self._parsed(mark) if r.get("kind", "http") == "http"]
 
     def wait(self, mark, predicate=lambda r: True, count=1, timeout=20):
         """Wait until at least `count` records after `mark` satisfy `predicate`; return them

@@ -100,9 +100,10 @@ def record(rec, **want):
 def connect_denial_record(rec, reason, name, port, status=403):
     """The one record of a CONNECT refused before any tunnel. With no request inside, the
     target must be in `host` or `url` (host as the CONNECT's Host header, or
-    url = https://name:port[/]; docs/audit.md)."""
+    url = https://name[:port][/], the port only when it is not 443; docs/audit.md)."""
     record(rec, sandbox="sbx1", mode="connect", decision="deny", reason=reason, status=status,
            sni=None, upstream=None, method={"CONNECT", None}, rule=None)
-    url_ok = rec["url"] in ("https://%s:%d" % (name, port), "https://%s:%d/" % (name, port))
+    origin = "https://%s" % name + ("" if port == 443 else ":%d" % port)
+    url_ok = rec["url"] in (origin, origin + "/")
     assert host_is(rec["host"], name, port) or (rec["host"] is None and url_ok), rec
     assert rec["url"] is None or url_ok, rec

@@ -74,6 +74,18 @@ def test_allowed_name_with_non_public_answer_is_ip_denied(gw, bed, name):
     want = [ipaddress.ip_address(a) for a in bed.dns.ZONE[name]]
     assert sorted(rec_addrs(rec), key=str) == sorted(want, key=str), rec
     canaries.assert_untouched()
+    # What was refused, and why, is on record and in the answer the client got
+    # (docs/audit.md#the-fields, docs/wire.md#denials): the address, its class, the reason.
+    denied = rec["denied_addrs"]
+    assert sorted(ipaddress.ip_address(d["ip"]) for d in denied) == sorted(want), rec
+    # (self.pub.test is sluice's listen address, but not on the port asked: loopback.)
+    expected_why = "outside_rule_ips" if ".wild." in name else "not_global"
+    assert {d["refused"] for d in denied} == {expected_why}, rec
+    body = ex.final.body.decode("latin-1")
+    first = denied[0]
+    assert "%s (%s," % (first["ip"], first["class"]) in body, body
+    if expected_why == "not_global":
+        assert first["class"] not in ("global", ""), rec
 
 
 def test_mixed_v4_v6_answer_dials_only_the_address_inside_ips(gw, bed):

@@ -101,6 +101,8 @@ struct Case {
   Verdict verdict = Verdict::Deny;
   Reason reason = Reason::None;
   const char* rule = nullptr;
+  // ip_denied: why the first address was refused (addressRefusal), when the row says.
+  const char* refused = nullptr;
 };
 
 std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
@@ -178,6 +180,10 @@ TEST_P(DecisionTest, Decides) {
             c.rule == nullptr ? std::string("<none>") : std::string(c.rule));
   if (d.verdict != Verdict::Deny && facts.resolved) {
     EXPECT_NE(d.usable_addresses, 0u);
+  }
+  if (c.refused != nullptr) {
+    ASSERT_FALSE(addresses.empty());
+    EXPECT_EQ(toString(addressRefusal(*sandbox, d.rule, addresses[0], c.port)), c.refused);
   }
 }
 

@@ -25,6 +25,7 @@ constexpr std::size_t kHostCap = 512;
 constexpr std::size_t kUrlCap = 4096;
 constexpr std::size_t kFixedMax = 1000;     // everything sluice writes itself, addrs empty
 constexpr std::size_t kPerAddressMax = 48;  // 45 characters of IPv6 text, quotes, a comma
+constexpr std::size_t kPerDeniedAddressMax = 128;  // {"ip","class","refused"}, a comma
 constexpr std::size_t kTruncatedMax = 120;  // ,"truncated":{4 fields with 20-digit lengths}
 // The whole record (up to `,"chain"`; the chain member adds 77 bytes) without addresses.
 constexpr std::size_t kRecordMax =
@@ -254,10 +255,10 @@ TEST(AuditRecordCaps, TheMarkerCannotBeForged) {
 }
 
 // `error`: null on an ordinary record, else sluice's own token (docs/audit.md#errors), after
-// `upgrade` and before `duration_ms`.
+// `upgrade` and before `denied_addrs`.
 TEST(AuditRecordError, IsNullUnlessTheConnectionEndedAbnormally) {
   std::string text = line(ordinary());
-  EXPECT_NE(text.find("\"upgrade\":null,\"error\":null,\"duration_ms\":"), std::string::npos)
+  EXPECT_NE(text.find("\"upgrade\":null,\"error\":null,\"denied_addrs\":[],"), std::string::npos)
       << text;
   struct Row {
     Error error;
@@ -284,6 +285,59 @@ TEST(AuditRecordError, IsNullUnlessTheConnectionEndedAbnormally) {
     EXPECT_EQ(stringMember(line(r), "error"), std::string(row.token)) << row.token;
     EXPECT_LE(row.token.size(), toString(Error::H2ControlFlood).size()) << "the longest";
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fields a user aggregates on (docs/audit.md#the-fields).
+
+TEST(AuditRecordFields, ARequestRecordSaysItsKindAfterTheSandbox) {
+  EXPECT_NE(line(ordinary()).find("\"sandbox\":\"sbx1\",\"kind\":\"http\",\"conn\":7,"),
+            std::string::npos)
+      << line(ordinary());
+}
+
+// A body sluice never read is null, and so is its digest; a body read, even an empty one, has
+// both.
+TEST(AuditRecordFields, ABodyNeverReadIsNullAndHasNoDigest) {
+  AuditRecord r = ordinary();
+  r.hashed = true;
+  r.resp_bytes = 0;
+  std::string text = line(r);
+  EXPECT_NE(text.find("\"req_bytes\":null,\"resp_bytes\":0,\"req_sha256\":null,"),
+            std::string::npos)
+      << text;
+  // SHA-256 of nothing is not what was hashed here (the digest is the caller's), but it is
+  // present: 64 hex digits.
+  ASSERT_TRUE(stringMember(text, "resp_sha256"));
+  EXPECT_EQ(stringMember(text, "resp_sha256")->size(), 64u);
+
+  r.hashed = false;
+  r.req_bytes = 12;
+  text = line(r);
+  EXPECT_NE(text.find("\"req_bytes\":12,\"resp_bytes\":0,\"req_sha256\":null,"
+                      "\"resp_sha256\":null,"),
+            std::string::npos)
+      << text;
+}
+
+TEST(AuditRecordFields, DeniedAddressesCarryTheirClassAndWhy) {
+  AuditRecord r = ordinary();
+  r.reason = policy::Reason::IpDenied;
+  EXPECT_NE(line(r).find(",\"denied_addrs\":[],\"duration_ms\":"), std::string::npos);
+  DeniedAddress denied[] = {
+      {*policy::IpAddress::parse("192.0.2.7"), policy::AddressRefusal::NotGlobal},
+      {*policy::IpAddress::parse("::ffff:10.1.2.3"), policy::AddressRefusal::OutsideRuleIps},
+      {*policy::IpAddress::parse("127.0.0.1"), policy::AddressRefusal::SluiceListener}};
+  r.denied_addrs = denied;
+  EXPECT_NE(line(r).find(",\"denied_addrs\":["
+                         "{\"ip\":\"192.0.2.7\",\"class\":\"documentation\",\"refused\":"
+                         "\"not_global\"},"
+                         "{\"ip\":\"::ffff:10.1.2.3\",\"class\":\"mapped:private\","
+                         "\"refused\":\"outside_rule_ips\"},"
+                         "{\"ip\":\"127.0.0.1\",\"class\":\"loopback\",\"refused\":"
+                         "\"sluice_listener\"}],\"duration_ms\":"),
+            std::string::npos)
+      << line(r);
 }
 
 // Every field sluice writes itself at its longest: names from the config at their limit (a
@@ -331,6 +385,22 @@ AuditRecord longestFixedPart(std::vector<policy::IpAddress>& addrs, std::size_t 
   r.error = Error::H2ControlFlood;  // the longest token
   r.duration_ms = std::uint64_t{1} << 63;
   return r;
+}
+
+// Each refused address of an ip_denied, at its longest: the longest address text, the longest
+// class (an IPv4 class carried in IPv6), the longest why.
+TEST(AuditRecordBound, EachDeniedAddressIsBounded) {
+  AuditRecord r = ordinary();
+  std::string none = line(r);
+  for (std::string_view text :
+       {"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "::ffff:255.255.255.255", "::203.0.113.255",
+        "64:ff9b::203.0.113.255", "2002:cb00:71ff::", "fe80::ffff:ffff:ffff:ffff"}) {
+    DeniedAddress denied[] = {
+        {*policy::IpAddress::parse(text), policy::AddressRefusal::OutsideRuleIps}};
+    r.denied_addrs = denied;
+    std::string one = line(r);
+    EXPECT_LE(one.size() - none.size(), kPerDeniedAddressMax) << one;
+  }
 }
 
 TEST(AuditRecordBound, TheFixedPartIsBounded) {

@@ -127,7 +127,7 @@ TEST_F(SessionTunnelTest, DeniedConnectIs403AndNoTunnel) {
   std::vector<AuditLine> lines = bed_.auditLines();
   ASSERT_TRUE(isOneRecord(lines, {{"mode", "connect"},
                                   {"method", "CONNECT"},
-                                  {"url", "https://elsewhere.test:443"},
+                                  {"url", "https://elsewhere.test"},
                                   {"decision", "deny"},
                                   {"reason", "not_allowed_host"},
                                   {"status", "403"}}));

@@ -175,6 +175,17 @@ void AuditSink::write(const AuditRecord& record) {
   std::lock_guard lock(mutex_);
   line_.clear();
   appendRecordBody(line_, record);
+  chainAndKeep();
+}
+
+void AuditSink::write(const DnsRecord& record) {
+  std::lock_guard lock(mutex_);
+  line_.clear();
+  appendDnsRecordBody(line_, record);
+  chainAndKeep();
+}
+
+void AuditSink::chainAndKeep() {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned length = 0;
   EVP_DigestInit_ex(digest_.get(), sha256_.get(), nullptr);

@@ -44,6 +44,7 @@
 #include "policy/config.h"
 #include "proxy/audit/audit_file_sink.h"
 #include "proxy/audit/audit_record.h"
+#include "proxy/audit/dns_record.h"
 
 namespace spdlog {
 class logger;
@@ -84,6 +85,7 @@ class AuditSink {
 
   // Keeps the record's line, chained, for the next flush.
   void write(const AuditRecord& record);
+  void write(const DnsRecord& record);
   // Hands what is kept to the OS. Cheap when nothing is; while the sink is unavailable, every
   // call tries again.
   void flush();
@@ -113,6 +115,8 @@ class AuditSink {
 
  private:
   AuditSink(std::string path, int fd, bool owns_fd, std::string chain, Options options);
+  // Under mutex_: chains line_ (a record's body), completes it and keeps it for the next flush.
+  void chainAndKeep();
   // Under mutex_: runs the file sink's write and brings the state and counters up to date.
   void writeKept();
 

@@ -40,6 +40,7 @@ struct SandboxResolver::Connection {
                                        // message, unless paused on the output cap
   std::vector<std::uint8_t> pending;   // responses not yet handed to the kernel
   std::vector<std::uint8_t> inflight;  // owned by the uv_write in flight
+  policy::Endpoint peer;               // the client, as accepted
   int open_handles = 2;
   bool closing = false;
   bool reading = false;
@@ -165,7 +166,7 @@ Result<Ok, std::string> SandboxResolver::start() {
 // ---- Answering ----------------------------------------------------------------------------
 
 bool SandboxResolver::respond(std::span<const std::uint8_t> message, bool udp,
-                              std::vector<std::uint8_t>& out) {
+                              const policy::Endpoint& client, std::vector<std::uint8_t>& out) {
   ++stats_.queries;
   Query query;
   switch (parseQuery(message, &query)) {
@@ -189,7 +190,7 @@ bool SandboxResolver::respond(std::span<const std::uint8_t> message, bool udp,
     return true;
   }
 
-  const SandboxAnswer answer = answer_(query.name(), query.qtype);
+  const SandboxAnswer answer = answer_(query.name(), query.qtype, client);
   if (answer.kind == SandboxAnswer::Kind::Refused) {
     ++stats_.refused;
     buildResponse(out, message, query, Rcode::Refused, {}, 0);
@@ -246,7 +247,8 @@ void SandboxResolver::onUdpRecv(uv_udp_t* udp, ssize_t nread, const uv_buf_t* bu
   auto message = std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(buf->base),
                                                static_cast<std::size_t>(nread));
   self->reply_.clear();
-  if (!self->respond(message, /*udp=*/true, self->reply_) || self->closing_) {
+  const policy::Endpoint client = net::fromSockaddr(peer).value_or(policy::Endpoint{});
+  if (!self->respond(message, /*udp=*/true, client, self->reply_) || self->closing_) {
     return;  // closing_: the Answerer broke its contract and closed us; send nothing more
   }
   uv_buf_t out = uv_buf_init(reinterpret_cast<char*>(self->reply_.data()),
@@ -294,6 +296,12 @@ void SandboxResolver::acceptConnection() {
     return;  // max_tcp_connections is 0
   }
   uv_tcp_nodelay(&c->tcp, 1);
+  sockaddr_storage peer{};
+  int length = sizeof(peer);
+  if (uv_tcp_getpeername(&c->tcp, reinterpret_cast<sockaddr*>(&peer), &length) == 0) {
+    c->peer =
+        net::fromSockaddr(reinterpret_cast<const sockaddr*>(&peer)).value_or(policy::Endpoint{});
+  }
   armIdle(*c);
   startReading(*c);
 }
@@ -422,7 +430,7 @@ std::size_t SandboxResolver::processBuffered(Connection& c) {
     const std::size_t prefix_at = c.pending.size();
     c.pending.resize(prefix_at + 2);
     const auto message = std::span<const std::uint8_t>(c.in.data() + at + 2, length);
-    if (respond(message, /*udp=*/false, c.pending)) {
+    if (respond(message, /*udp=*/false, c.peer, c.pending)) {
       const std::size_t size = c.pending.size() - prefix_at - 2;
       c.pending[prefix_at] = static_cast<std::uint8_t>(size >> 8);
       c.pending[prefix_at + 1] = static_cast<std::uint8_t>(size);

@@ -82,9 +82,11 @@ class SandboxResolver {
  public:
   // Called on the loop thread for each well-formed class-IN query, with the QNAME as
   // parseQuery() wrote it (not canonicalised: letter case as sent, no trailing dot, odd bytes
-  // as "\DDD") and the QTYPE. Its verdict is the whole policy. It must not throw (it runs under
-  // a libuv callback) and must not close or destroy the resolver.
-  using Answerer = std::function<SandboxAnswer(std::string_view qname, std::uint16_t qtype)>;
+  // as "\DDD"), the QTYPE and who asked (for the record of it). Its verdict is the whole
+  // policy. It must not throw (it runs under a libuv callback) and must not close or destroy
+  // the resolver.
+  using Answerer = std::function<SandboxAnswer(std::string_view qname, std::uint16_t qtype,
+                                               const policy::Endpoint& client)>;
 
   struct Limits {
     std::size_t max_tcp_connections = 64;
@@ -145,8 +147,9 @@ class SandboxResolver {
   struct Connection;
 
   // Answers one DNS message (no TCP prefix) by appending to `out`, within the UDP size limit
-  // when `udp`; returns whether anything was appended. Counts it in stats_.
-  bool respond(std::span<const std::uint8_t> message, bool udp, std::vector<std::uint8_t>& out);
+  // when `udp`; returns whether anything was appended. Counts it in stats_. `client` asked.
+  bool respond(std::span<const std::uint8_t> message, bool udp, const policy::Endpoint& client,
+               std::vector<std::uint8_t>& out);
   void acceptConnection();
   void evictOldest();
   void pump(Connection& c);

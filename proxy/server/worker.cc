@@ -10,6 +10,7 @@
 #include "policy/decision.h"
 #include "proxy/dns/resolver.h"
 #include "proxy/dns/sandbox_resolver.h"
+#include "proxy/server/sandbox_dns.h"
 #include "proxy/session/client_connection.h"
 #include "proxy/session/http2_upstream_session.h"
 #include "proxy/session/upstream_pool.h"
@@ -46,47 +47,8 @@ session::UpstreamPool::Limits poolLimits(const policy::Config& config, std::size
   return limits;
 }
 
-// How long the sandbox may cache an answer of its resolver. The answer is sluice's own address,
-// never a real one, so a stale answer can only send a connection to sluice, which decides anew.
-constexpr std::uint32_t kSandboxAnswerTtl = 60;
-constexpr std::uint16_t kTypeA = 1;
-constexpr std::uint16_t kTypeAaaa = 28;
-
-// The sandbox's resolver (docs/wire.md#the-sandboxs-resolver): allowed names get the sandbox-facing
-// gateway address of the asked family (dns_listen's, else the transparent listener's), other types
-// of allowed names an empty answer, every other name NXDOMAIN. Nothing is ever forwarded.
-dns::SandboxAnswer answerFor(const policy::Sandbox& sandbox, std::string_view qname,
-                             std::uint16_t qtype) {
-  dns::SandboxAnswer answer;  // NXDOMAIN
-  auto name = policy::canonicalizeHost(qname);
-  if (!name || !policy::mayResolve(sandbox, *name)) {
-    SPDLOG_DEBUG("sandbox {} resolver: NXDOMAIN for a name its policy does not allow",
-                 sandbox.name);
-    return answer;
-  }
-  answer.kind = dns::SandboxAnswer::Kind::NoData;
-  answer.ttl = kSandboxAnswerTtl;
-  if (qtype != kTypeA && qtype != kTypeAaaa) {
-    return answer;
-  }
-  bool want_v4 = qtype == kTypeA;
-  for (const auto& own : {sandbox.dns_listen, sandbox.transparent}) {
-    if (own && !own->isWildcard() && own->ip.isV4() == want_v4) {
-      answer.kind = dns::SandboxAnswer::Kind::Addresses;
-      answer.addresses.push_back(own->ip);
-      break;
-    }
-  }
-  return answer;
-}
-
 bool sameDns(const policy::DnsSettings& a, const policy::DnsSettings& b) {
   return a.servers == b.servers && a.timeout == b.timeout && a.max_ttl == b.max_ttl;
-}
-
-// A sandbox resolver's key: a reload keeps it running while sandbox and address are unchanged.
-std::string resolverKey(const policy::Sandbox& sandbox) {
-  return sandbox.name + " " + sandbox.dns_listen->toString();
 }
 
 // Keeps `object` until its close callback, then lets it go (a handle's memory outlives its
@@ -217,55 +179,14 @@ Result<Ok, std::string> Worker::syncSandboxResolvers() {
   if (index_ != 0) {
     return Ok{};
   }
-  std::map<std::string, std::unique_ptr<dns::SandboxResolver>> kept;
-  Result<Ok, std::string> result = Ok{};
-  for (const SandboxView& view : generation_->sandboxes) {
-    const policy::Sandbox& sandbox = *view.sandbox;
-    if (!sandbox.dns_listen) {
-      continue;
-    }
-    std::string key = resolverKey(sandbox);
-    if (auto it = sandbox_resolvers_.find(key); it != sandbox_resolvers_.end()) {
-      kept.emplace(key, std::move(it->second));
-      sandbox_resolvers_.erase(it);
-      continue;
-    }
-    // The answer follows the generation in force when the query comes, by sandbox name.
-    auto resolver = std::make_unique<dns::SandboxResolver>(
-        &loop_, *sandbox.dns_listen,
-        [this, name = sandbox.name](std::string_view qname, std::uint16_t qtype) {
-          const SandboxView* current = context_->currentGeneration()->find(name);
-          if (current == nullptr) {
-            return dns::SandboxAnswer{};
-          }
-          admin::SandboxMetrics& metrics = current->runtime->metrics;
-          if (current->dns_rate != nullptr && !current->dns_rate->take(uv_hrtime())) {
-            metrics.countResolverAnswer(admin::ResolverAnswer::Refused);
-            dns::SandboxAnswer refused;
-            refused.kind = dns::SandboxAnswer::Kind::Refused;
-            return refused;
-          }
-          dns::SandboxAnswer answer = answerFor(*current->sandbox, qname, qtype);
-          metrics.countResolverAnswer(answer.kind == dns::SandboxAnswer::Kind::NxDomain
-                                          ? admin::ResolverAnswer::NxDomain
-                                          : admin::ResolverAnswer::Allowed);
-          return answer;
+  if (!sandbox_dns_) {
+    sandbox_dns_.emplace(
+        &loop_, [this] { return context_->currentGeneration(); },
+        [this](std::unique_ptr<dns::SandboxResolver> resolver) {
+          closeLater(closing_, std::move(resolver));
         });
-    auto started = resolver->start();
-    if (!started) {
-      if (result) {
-        result = Err{"sandbox '" + sandbox.name + "' dns_listen " + started.error()};
-      }
-      closeLater(closing_, std::move(resolver));
-      continue;
-    }
-    kept.emplace(key, std::move(resolver));
   }
-  for (auto& [key, resolver] : sandbox_resolvers_) {
-    closeLater(closing_, std::move(resolver));
-  }
-  sandbox_resolvers_ = std::move(kept);
-  return result;
+  return sandbox_dns_->sync(*generation_);
 }
 
 // The pool's bounds follow the configuration, and its idle connections that no request can
@@ -547,10 +468,9 @@ void Worker::closeAll() {
   h2_upstreams_->close(nullptr);  // (their connections close in the pool)
   pool_->close(nullptr);
   resolver_->close(nullptr);
-  for (auto& [key, resolver] : sandbox_resolvers_) {
-    closeLater(closing_, std::move(resolver));
+  if (sandbox_dns_) {
+    sandbox_dns_->close();  // its pending DNS records are written first
   }
-  sandbox_resolvers_.clear();
   for (auto& r : retired_resolvers_) {
     closeLater(closing_, std::move(r));
   }

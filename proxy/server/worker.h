@@ -38,6 +38,7 @@
 #include "proxy/net/bound_socket.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
+#include "proxy/server/sandbox_dns.h"
 
 namespace sluice::proxy {
 
@@ -133,9 +134,9 @@ class Worker {
   std::unique_ptr<dns::Resolver> resolver_;
   std::vector<std::unique_ptr<dns::Resolver>> retired_resolvers_;
   std::optional<io::Timer> retire_timer_;
-  // The sandboxes' resolvers (dns_listen), all on worker 0: one UDP socket has one owner.
-  // Keyed by sandbox name and endpoint.
-  std::map<std::string, std::unique_ptr<dns::SandboxResolver>> sandbox_resolvers_;
+  // The sandboxes' resolvers (dns_listen) and their DNS records: worker 0 only (one UDP socket
+  // has one owner).
+  std::optional<SandboxDns> sandbox_dns_;
   std::unique_ptr<session::UpstreamPool> pool_;
   std::unique_ptr<session::Http2UpstreamSessions> h2_upstreams_;
   std::size_t logged_idle_bound_ = 0;  // the last bound held below upstream.max_idle, logged

@@ -8,8 +8,8 @@ IPv6 gateway address), every other type of an allowed name with NOERROR and no r
 every other name with NXDOMAIN. It never forwards a query: dnsmasq, sluice's own upstream
 resolver, must not see any of these names, so DNS carries no data out.
 
-DNS queries leave no audit record (docs/audit.md has records for HTTP requests and refused
-connections only): test_dns_leaves_no_audit_record checks that with a barrier request.
+Refused names leave DNS records in the audit log (docs/audit.md#dns-records), never request
+records: test_refused_names_are_on_record.
 Needs root (namespaces, nftables); skips with the reason otherwise.
 """
 import base64
@@ -19,9 +19,11 @@ import struct
 
 import pytest
 
+from audit import check_dns_shape
 from dnswire import A, AAAA, ANY, HTTPS, NULL, TXT
 from netns_bed import in_netns
-from transparent_bed import transparent_env
+from netutil import wait_until
+from transparent_bed import SANDBOX, transparent_env
 
 MX = 15
 
@@ -137,14 +139,32 @@ def test_dns_to_the_resolver_port_itself_is_dropped(env):
         results
 
 
-def test_dns_leaves_no_audit_record(env):
+def test_refused_names_are_on_record(env):
+    """docs/audit.md#dns-records: the names the sandbox's resolver refused are in the sandbox's
+    audit log, one record per distinct (name, qtype, answer) per interval with the number of
+    queries it stands for; the answered names of an enforce-mode sandbox are not (the connections
+    they lead to are). No DNS query is a request record."""
     m = env.mark()
+    name = secret_name(m.marker)
     for qtype in (A, AAAA, TXT):
         env.query("allowed.test", qtype)
-        env.query(secret_name(m.marker), qtype, tcp=True)
+    for _ in range(3):
+        assert env.query(name, A).rcode == "NXDOMAIN"
+    assert env.query(name, TXT, tcp=True).rcode == "NXDOMAIN"
     before, barrier = env.audit_barrier(m)
-    assert before == [], "DNS queries left audit records: %r" % before
+    assert before == [], "DNS queries left request records: %r" % before
     assert barrier["decision"] == "allow"
+    # Written when the interval (10 s) ends.
+    wait_until(lambda: [r for r in env.audit.dns_records(m.audit)
+                        if r["name"] == name and r["qtype"] == "TXT"], 25, "the DNS records")
+    records = env.audit.dns_records(m.audit)
+    mine = sorted((r["qtype"], r["answer"], r["count"]) for r in records if r["name"] == name)
+    assert mine == [("A", "nxdomain", 3), ("TXT", "nxdomain", 1)], records
+    assert not [r for r in records if r["name"] == "allowed.test"], records
+    for r in records:
+        check_dns_shape(r)
+        assert r["sandbox"] == SANDBOX, r
+        assert r["client"].rsplit(":", 1)[0].strip("[]") in (env.sbx, env.sbx6), r
 
 
 def test_malformed_and_odd_queries_get_no_data_out(env):

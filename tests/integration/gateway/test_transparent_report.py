@@ -11,7 +11,9 @@ Needs root (namespaces, nftables); skips with the reason otherwise.
 """
 import pytest
 
+from audit import check_dns_shape
 from dnswire import A, AAAA, TXT
+from netutil import wait_until
 from expect import closed, denial
 from transparent_bed import DOC4, check_record, get, transparent_env
 
@@ -34,6 +36,20 @@ def test_every_valid_name_resolves_to_the_gateway_and_nothing_is_forwarded(env):
         answer = env.query(name, A)
         assert answer.rcode != "NOERROR" and answer.addresses == [], (name, answer)
     assert m.dns.names() == [], "sluice's resolver forwarded: %r" % m.dns.names()
+    # docs/audit.md#dns-records: in report mode what was answered is on record too, beside what
+    # was refused (written when the 10 s interval ends).
+    wait_until(lambda: [r for r in env.audit.dns_records(m.audit) if r["name"] == unknown],
+               25, "the DNS records")
+    wait_until(lambda: len([r for r in env.audit.dns_records(m.audit)
+                            if r["name"] == unknown]) >= 3, 5, "all three of them")
+    records = env.audit.dns_records(m.audit)
+    for r in records:
+        check_dns_shape(r)
+    mine = sorted((r["qtype"], r["answer"], r["count"]) for r in records if r["name"] == unknown)
+    assert mine == [("A", "answered", 1), ("AAAA", "nodata", 1), ("TXT", "nodata", 1)], records
+    refused = {r["name"]: r["answer"] for r in records if r["qtype"] == "A" and
+               r["answer"] == "nxdomain"}
+    assert {"in_valid.test", "10.0.0.1"} <= set(refused), records
 
 
 @pytest.mark.parametrize("name, role", [("attacker.test", "attacker"), ("other.test", "cdn")])

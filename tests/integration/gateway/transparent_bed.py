@@ -46,7 +46,7 @@ import pytest
 import clients
 import content
 import dnswire
-from audit import AuditLog, verify_chain
+from audit import AuditLog, check_dns_shape, verify_chain
 from gateway import remove_dir
 from http1 import HttpReader, request_bytes
 import netns_bed
@@ -558,6 +558,9 @@ def transparent_env(bed, binary, original_dst="ignore", mode="enforce", v6=False
             odd = [r for r in sluice.audit.records() if r["mode"] != "transparent" or
                    r["sandbox"] != SANDBOX or not r["orig_dst"]]
             assert not odd, "records that are not transparent ones of %s: %r" % (SANDBOX, odd)
+            for r in sluice.audit.dns_records():  # what its resolver refused
+                check_dns_shape(r)
+                assert r["sandbox"] == SANDBOX, r
         stack.callback(check_audit_log)
 
         def stop_sluice():

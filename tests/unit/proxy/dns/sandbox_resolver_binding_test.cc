@@ -64,7 +64,7 @@ TEST_F(SandboxResolverTest, PortInUseIsAnErrorNamingTheEndpoint) {
   ASSERT_GE(udp, 0);
   const std::uint16_t port = ntohs(a.sin_port);
   {
-    SandboxResolver r(&loop_, policy::Endpoint{ip("127.0.0.1"), port}, bedPolicy);
+    SandboxResolver r(&loop_, policy::Endpoint{ip("127.0.0.1"), port}, bedAnswerer);
     auto started = r.start();
     ASSERT_FALSE(started.ok());
     EXPECT_EQ(started.error(),
@@ -83,7 +83,7 @@ TEST_F(SandboxResolverTest, PortInUseIsAnErrorNamingTheEndpoint) {
   length = sizeof(a);
   ::getsockname(tcp, reinterpret_cast<sockaddr*>(&a), &length);
   {
-    SandboxResolver r(&loop_, policy::Endpoint{ip("127.0.0.1"), ntohs(a.sin_port)}, bedPolicy);
+    SandboxResolver r(&loop_, policy::Endpoint{ip("127.0.0.1"), ntohs(a.sin_port)}, bedAnswerer);
     auto started = r.start();
     ASSERT_FALSE(started.ok());
     EXPECT_NE(started.error().find(" (tcp): Address already in use"), std::string::npos);
@@ -95,7 +95,8 @@ TEST_F(SandboxResolverTest, PortInUseIsAnErrorNamingTheEndpoint) {
 }
 
 TEST_F(SandboxResolverTest, Ipv6Endpoint) {
-  resolver_ = std::make_unique<SandboxResolver>(&loop_, policy::Endpoint{ip("::1"), 0}, bedPolicy);
+  resolver_ =
+      std::make_unique<SandboxResolver>(&loop_, policy::Endpoint{ip("::1"), 0}, bedAnswerer);
   auto started = resolver_->start();
   if (!started.ok()) {
     GTEST_SKIP() << "no IPv6 loopback here: " << started.error();
@@ -134,7 +135,7 @@ TEST_F(SandboxResolverTest, V6WildcardServesIpv4ClientsAsTheListenersDo) {
   if (sysctl >> v6only && v6only != 0) {
     GTEST_SKIP() << "net.ipv6.bindv6only=1: [::] is IPv6-only for every socket here";
   }
-  resolver_ = std::make_unique<SandboxResolver>(&loop_, policy::Endpoint{ip("::"), 0}, bedPolicy);
+  resolver_ = std::make_unique<SandboxResolver>(&loop_, policy::Endpoint{ip("::"), 0}, bedAnswerer);
   auto started = resolver_->start();
   if (!started.ok()) {
     GTEST_SKIP() << "no IPv6 here: " << started.error();
@@ -148,7 +149,7 @@ TEST_F(SandboxResolverTest, V6WildcardServesIpv4ClientsAsTheListenersDo) {
 
 TEST_F(SandboxResolverTest, CloseWithoutStart) {
   resolver_ =
-      std::make_unique<SandboxResolver>(&loop_, policy::Endpoint{ip("127.0.0.1"), 0}, bedPolicy);
+      std::make_unique<SandboxResolver>(&loop_, policy::Endpoint{ip("127.0.0.1"), 0}, bedAnswerer);
 }
 
 TEST_F(SandboxResolverTest, ClosesWithConnectionsMidQueryAndWritesPending) {

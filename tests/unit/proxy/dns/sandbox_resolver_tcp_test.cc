@@ -43,6 +43,11 @@ TEST_F(SandboxResolverTest, TcpTwoPipelinedQueriesInOneWrite) {
   EXPECT_EQ(second->rcode, 3);
   EXPECT_EQ(asked_, (Asked{{"allowed.test", kDnsTypeA}, {"c2VjcmV0.attacker.test", kTxt}}));
   EXPECT_EQ(resolver_->stats().tcp_connections, 1u);
+  // Who asked, as accepted: the same client for both.
+  ASSERT_EQ(clients_.size(), 2u);
+  EXPECT_EQ(clients_[0].ip, ip("127.0.0.1"));
+  EXPECT_NE(clients_[0].port, 0);
+  EXPECT_EQ(clients_[1], clients_[0]);
 }
 
 TEST_F(SandboxResolverTest, TcpQuerySplitAcrossWrites) {

@@ -248,6 +248,12 @@ inline SandboxAnswer bedPolicy(std::string_view qname, std::uint16_t qtype) {
   return {SandboxAnswer::Kind::NoData, {}, 0};
 }
 
+// The same, as the resolver calls it (who asked does not change the bed's answer).
+inline SandboxAnswer bedAnswerer(std::string_view qname, std::uint16_t qtype,
+                                 const policy::Endpoint&) {
+  return bedPolicy(qname, qtype);
+}
+
 class SandboxResolverTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -273,8 +279,9 @@ class SandboxResolverTest : public ::testing::Test {
   SandboxResolver& start(SandboxResolver::Limits limits = {}) {
     resolver_ = std::make_unique<SandboxResolver>(
         &loop_, policy::Endpoint{ip("127.0.0.1"), 0},
-        [this](std::string_view qname, std::uint16_t qtype) {
+        [this](std::string_view qname, std::uint16_t qtype, const policy::Endpoint& client) {
           asked_.emplace_back(std::string(qname), qtype);
+          clients_.push_back(client);
           return answerer_(qname, qtype);
         },
         limits);
@@ -298,8 +305,9 @@ class SandboxResolverTest : public ::testing::Test {
   uv_loop_t loop_{};
   uv_async_t* wake_ = nullptr;
   std::unique_ptr<SandboxResolver> resolver_;
-  SandboxResolver::Answerer answerer_;
+  std::function<SandboxAnswer(std::string_view, std::uint16_t)> answerer_;
   Asked asked_;
+  std::vector<policy::Endpoint> clients_;  // who asked each of asked_
   std::uint16_t port_ = 0;
 };
 

@@ -58,6 +58,14 @@ TEST_F(SandboxResolverTest, UdpAnswersOnlyAllowedAddresses) {
   EXPECT_EQ(replies[4]->an, 0);
   EXPECT_EQ(replies[5]->addresses, std::vector<policy::IpAddress>{ip("10.200.0.1")});
   EXPECT_EQ(replies[5]->ar, 1);  // our OPT
+  // The Answerer learns who asked (the record of a refused name names it): one socket, one
+  // client.
+  ASSERT_EQ(clients_.size(), 6u);
+  for (const policy::Endpoint& client : clients_) {
+    EXPECT_EQ(client.ip, ip("127.0.0.1"));
+    EXPECT_NE(client.port, 0);
+    EXPECT_EQ(client.port, clients_[0].port);
+  }
 
   EXPECT_EQ(asked_, (Asked{{"c2VjcmV0.attacker.test", kTxt},
                            {"c2VjcmV0.attacker.test", kDnsTypeA},

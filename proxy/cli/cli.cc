@@ -12,12 +12,15 @@ constexpr std::string_view kUsage =
     "usage:\n"
     "  sluice run [-c FILE]         run the gateway; without -c, the built-in default\n"
     "  sluice check -c FILE         validate a configuration; errors as FILE:LINE:COL: message\n"
-    "  sluice explain -c FILE --sandbox NAME --url URL [--method M] [--sni NAME] [--ip ADDR]...\n"
+    "  sluice explain -c FILE --sandbox NAME --url URL [--method M] [--sni NAME]\n"
+    "                 [--ip ADDR]... [--resolve]\n"
     "                               the verdict for one hypothetical request, as JSON\n"
     "  sluice ca init --dir DIR     write DIR/ca.pem and DIR/ca.key; never overwrites\n"
     "  sluice env -c FILE --sandbox NAME\n"
     "                               the shell lines a sandbox needs (proxy and CA variables)\n"
     "  sluice audit verify FILE     check an audit log's hash chain (exit 1: the first bad line)\n"
+    "  sluice audit summary FILE... [--json] [--since WHEN] [--sandbox NAME]\n"
+    "                               what each sandbox fetched and was refused, per host\n"
     "  sluice version\n";
 
 int usage(Streams streams, std::string_view problem) {
@@ -63,7 +66,10 @@ int run(int argc, char** argv, Streams streams) {
     if (!rest.empty() && rest.front() == "verify") {
       return auditVerifyCommand(rest.subspan(1), streams);
     }
-    return usage(streams, "audit: expected 'audit verify FILE'");
+    if (!rest.empty() && rest.front() == "summary") {
+      return auditSummaryCommand(rest.subspan(1), streams);
+    }
+    return usage(streams, "audit: expected 'audit verify FILE' or 'audit summary FILE...'");
   }
   if (command == "help" || command == "--help" || command == "-h") {
     std::fprintf(streams.out, "%.*s", static_cast<int>(kUsage.size()), kUsage.data());

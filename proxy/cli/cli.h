@@ -29,6 +29,7 @@ int explainCommand(std::span<const std::string_view> args, Streams streams);
 int caInitCommand(std::span<const std::string_view> args, Streams streams);
 int envCommand(std::span<const std::string_view> args, Streams streams);
 int auditVerifyCommand(std::span<const std::string_view> args, Streams streams);
+int auditSummaryCommand(std::span<const std::string_view> args, Streams streams);
 int versionCommand(std::span<const std::string_view> args, Streams streams);
 
 }  // namespace sluice::cli

@@ -1,0 +1,77 @@
+#pragma once
+// What audit logs say, per sandbox and host (docs/audit.md#summaries): `sluice audit summary`
+// and `sluice audit report` read files line by line into one Summary. Lines that are not
+// records (not JSON, a record of a kind it does not know, a record without a sandbox) are
+// counted, never fatal: a log may have been edited, cut or mixed with other lines.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::proxy::audit {
+
+// One host of one sandbox: its requests.
+struct HostSummary {
+  std::uint64_t requests = 0;
+  std::uint64_t allowed = 0;
+  std::uint64_t denied = 0;
+  std::uint64_t reported = 0;
+  std::map<std::string, std::uint64_t> reasons;  // denied and reported, by reason
+  std::uint64_t req_bytes = 0;
+  std::uint64_t resp_bytes = 0;
+  std::string first_seen;  // ts, RFC 3339 (they sort as text)
+  std::string last_seen;
+};
+
+// One name the sandbox's resolver refused (or, in report mode, answered).
+struct NameSummary {
+  std::uint64_t queries = 0;
+  std::map<std::string, std::uint64_t> answers;  // nxdomain, refused, ...
+  std::string first_seen;
+  std::string last_seen;
+};
+
+struct SandboxSummary {
+  std::map<std::string, HostSummary> hosts;  // by host (with its port when not the default)
+  std::map<std::string, NameSummary> names;  // DNS, by name
+};
+
+struct SummaryFilter {
+  std::string since;    // records with ts >= this (a prefix of RFC 3339 compares as text); "" all
+  std::string sandbox;  // only this sandbox; "" all
+};
+
+class Summary {
+ public:
+  explicit Summary(SummaryFilter filter = {}) : filter_(std::move(filter)) {}
+
+  // One line of a log (without its newline).
+  void add(std::string_view line);
+
+  const std::map<std::string, SandboxSummary>& sandboxes() const { return sandboxes_; }
+  std::uint64_t records() const { return records_; }    // lines taken into the summary
+  std::uint64_t skipped() const { return skipped_; }    // lines that are not records
+  std::uint64_t filtered() const { return filtered_; }  // records --since/--sandbox left out
+
+ private:
+  SummaryFilter filter_;
+  std::map<std::string, SandboxSummary> sandboxes_;
+  std::uint64_t records_ = 0;
+  std::uint64_t skipped_ = 0;
+  std::uint64_t filtered_ = 0;
+};
+
+// The host a request record is about: the url's authority (with a port only when it is not the
+// scheme's default, as the url has it), else the SNI, else the Host field, else "-".
+std::string hostOfRecord(std::string_view url, std::optional<std::string_view> sni,
+                         std::optional<std::string_view> host);
+
+// The table of `sluice audit summary` (docs/cli.md#sluice-audit-summary-sluice-audit-report).
+std::string summaryTable(const Summary& summary);
+// The same as one JSON object.
+std::string summaryJson(const Summary& summary);
+
+}  // namespace sluice::proxy::audit

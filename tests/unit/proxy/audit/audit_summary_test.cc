@@ -1,0 +1,125 @@
+// What `sluice audit summary` makes of audit logs (docs/audit.md#summaries): per sandbox and
+// host, requests by decision and reason, bytes each way, first and last seen; DNS records per
+// name; lines that are not records counted, never fatal.
+#include "proxy/audit/audit_summary.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace sluice::proxy::audit {
+namespace {
+
+std::string request(std::string_view ts, std::string_view sandbox, std::string_view url,
+                    std::string_view decision, std::string_view reason, std::string_view req,
+                    std::string_view resp) {
+  return std::string(R"({"ts":")") + std::string(ts) + R"(","sandbox":")" + std::string(sandbox) +
+         R"(","kind":"http","conn":1,"sni":null,"host":null,"url":)" +
+         (url.empty() ? std::string("null") : "\"" + std::string(url) + "\"") + R"(,"decision":")" +
+         std::string(decision) + R"(","reason":)" +
+         (reason.empty() ? std::string("null") : "\"" + std::string(reason) + "\"") +
+         R"(,"req_bytes":)" + std::string(req) + R"(,"resp_bytes":)" + std::string(resp) +
+         R"(,"chain":"00"})";
+}
+
+const std::string kLog[] = {
+    request("2026-12-03T06:00:00.000Z", "a", "https://pypi.org/simple/", "allow", "", "0", "1000"),
+    request("2026-12-03T06:00:05.000Z", "a", "https://pypi.org/x", "allow", "", "10", "24"),
+    request("2026-12-03T06:00:01.000Z", "a", "https://pypi.org/admin", "deny", "not_allowed_path",
+            "null", "null"),
+    request("2026-12-03T06:00:02.000Z", "a", "https://evil.test:8443/", "deny", "not_allowed_host",
+            "null", "null"),
+    request("2026-12-03T06:00:03.000Z", "b", "http://mirror.test/p", "report", "not_allowed_path",
+            "0", "5"),
+    // A record written before `kind` existed is a request record.
+    R"({"ts":"2026-12-03T06:00:04.000Z","sandbox":"b","url":"http://mirror.test/q","decision":"allow","req_bytes":0,"resp_bytes":7})",
+    R"({"ts":"2026-12-03T06:00:06.000Z","sandbox":"a","kind":"dns","client":"10.0.0.2:5","name":"x.attacker.test","qtype":"A","answer":"nxdomain","count":3,"chain":"00"})",
+    R"({"ts":"2026-12-03T06:00:09.000Z","sandbox":"a","kind":"dns","client":"10.0.0.2:5","name":"x.attacker.test","qtype":"TXT","answer":"refused","count":2,"chain":"00"})",
+    // Not records: not JSON, no sandbox, a kind it does not know.
+    "not json at all",
+    R"({"ts":"2026-12-03T06:00:00.000Z"})",
+    R"({"ts":"2026-12-03T06:00:00.000Z","sandbox":"a","kind":"future"})",
+};
+
+Summary summarise(SummaryFilter filter = {}) {
+  Summary s(std::move(filter));
+  for (const std::string& line : kLog) {
+    s.add(line);
+  }
+  return s;
+}
+
+TEST(AuditSummary, PerSandboxAndHost) {
+  Summary s = summarise();
+  EXPECT_EQ(s.records(), 8u);
+  EXPECT_EQ(s.skipped(), 3u);
+  ASSERT_EQ(s.sandboxes().size(), 2u);
+  const SandboxSummary& a = s.sandboxes().at("a");
+  ASSERT_EQ(a.hosts.size(), 2u);
+  const HostSummary& pypi = a.hosts.at("pypi.org");
+  EXPECT_EQ(pypi.requests, 3u);
+  EXPECT_EQ(pypi.allowed, 2u);
+  EXPECT_EQ(pypi.denied, 1u);
+  EXPECT_EQ(pypi.reasons, (std::map<std::string, std::uint64_t>{{"not_allowed_path", 1}}));
+  EXPECT_EQ(pypi.req_bytes, 10u);
+  EXPECT_EQ(pypi.resp_bytes, 1024u);
+  EXPECT_EQ(pypi.first_seen, "2026-12-03T06:00:00.000Z");
+  EXPECT_EQ(pypi.last_seen, "2026-12-03T06:00:05.000Z");
+  EXPECT_EQ(a.hosts.at("evil.test:8443").denied, 1u);
+  const NameSummary& name = a.names.at("x.attacker.test");
+  EXPECT_EQ(name.queries, 5u);
+  EXPECT_EQ(name.answers, (std::map<std::string, std::uint64_t>{{"nxdomain", 3}, {"refused", 2}}));
+  EXPECT_EQ(name.last_seen, "2026-12-03T06:00:09.000Z");
+  const HostSummary& mirror = s.sandboxes().at("b").hosts.at("mirror.test");
+  EXPECT_EQ(mirror.requests, 2u);
+  EXPECT_EQ(mirror.reported, 1u);
+  EXPECT_EQ(mirror.resp_bytes, 12u);
+}
+
+TEST(AuditSummary, SinceAndSandboxLeaveRecordsOut) {
+  Summary s = summarise({.since = "2026-12-03T06:00:03", .sandbox = "a"});
+  EXPECT_EQ(s.records(), 3u);  // pypi.org/x and both DNS records
+  EXPECT_EQ(s.filtered(), 5u);
+  EXPECT_EQ(s.sandboxes().at("a").hosts.at("pypi.org").requests, 1u);
+  EXPECT_EQ(s.sandboxes().count("b"), 0u);
+}
+
+TEST(AuditSummary, TheTableAndTheJsonSayTheSame) {
+  Summary s = summarise();
+  std::string table = summaryTable(s);
+  EXPECT_NE(table.find("sandbox a: 4 requests (2 allowed, 2 denied, 0 reported), 10 B up, "
+                       "1.0 KiB down, 2026-12-03T06:00:00.000Z .. 2026-12-03T06:00:05.000Z"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("not_allowed_host 1"), std::string::npos) << table;
+  EXPECT_NE(table.find("nxdomain 3, refused 2"), std::string::npos) << table;
+  EXPECT_NE(table.find("8 records, 3 lines that are not records skipped"), std::string::npos);
+  std::string json = summaryJson(s);
+  EXPECT_NE(json.find(R"({"host":"pypi.org","requests":3,"allowed":2,"denied":1,"reported":0,)"
+                      R"("reasons":{"not_allowed_path":1},"req_bytes":10,"resp_bytes":1024,)"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"("dns":[{"name":"x.attacker.test","queries":5,)"), std::string::npos);
+}
+
+// A name or host may hold anything a sandbox sent: the table shows it printable and cut.
+TEST(AuditSummary, TheTableIsNotTheSandboxsToShape) {
+  Summary s;
+  s.add(R"({"ts":"t","sandbox":"a","kind":"dns","name":"evil\u001b[31m\nname)" +
+        std::string(300, 'x') + R"(","answer":"nxdomain","count":1})");
+  std::string table = summaryTable(s);
+  EXPECT_EQ(table.find('\x1b'), std::string::npos);
+  EXPECT_NE(table.find("evil?[31m?name"), std::string::npos) << table;
+  EXPECT_EQ(table.find(std::string(300, 'x')), std::string::npos);
+}
+
+TEST(AuditSummary, TheHostOfARecord) {
+  EXPECT_EQ(hostOfRecord("https://pypi.org/simple/", std::nullopt, std::nullopt), "pypi.org");
+  EXPECT_EQ(hostOfRecord("https://[::1]:8443?q", std::nullopt, std::nullopt), "[::1]:8443");
+  EXPECT_EQ(hostOfRecord("", std::string_view("sni.test"), std::string_view("h")), "sni.test");
+  EXPECT_EQ(hostOfRecord("", std::nullopt, std::string_view("h.test:80")), "h.test:80");
+  EXPECT_EQ(hostOfRecord("https://", std::nullopt, std::nullopt), "-");
+}
+
+}  // namespace
+}  // namespace sluice::proxy::audit

@@ -12,7 +12,13 @@ void DnsQueryLog::makeKey(std::string_view name, std::uint16_t qtype, DnsAnswer 
 
 bool DnsQueryLog::note(std::string_view name, std::uint16_t qtype, DnsAnswer answer,
                        const policy::Endpoint& client, std::chrono::system_clock::time_point now) {
-  makeKey(name, qtype, answer);
+  // Queries refused for the rate are one entry whatever their names: a sandbox over its rate
+  // cannot turn that flood into a record per name.
+  if (answer == DnsAnswer::Refused) {
+    makeKey("", 0, answer);
+  } else {
+    makeKey(name, qtype, answer);
+  }
   if (auto it = index_.find(std::string_view(key_)); it != index_.end()) {
     ++entries_[it->second].count;
     return false;

@@ -2,8 +2,10 @@
 // The DNS queries of one sandbox waiting to become records (docs/audit.md#dns-records): one entry
 // per distinct (name, qtype, answer), counting the queries it stands for, written out as one
 // record each when the interval ends (the owner's timer) or when the table is full. So a flood of
-// one name is one line per interval, and a flood of distinct names (an exfiltration tool's) is
-// bounded by dns_queries_per_second, in memory by kMaxEntries.
+// one name is one line per interval; the queries refused for the sandbox's rate are one entry
+// whatever their names (the first name and type stand for them); and a flood of distinct names
+// (an exfiltration tool's) is a record per name only as fast as dns_queries_per_second lets
+// the names be asked, in memory at most kMaxEntries.
 //
 // Not thread-safe: the sandboxes' resolvers all run on one loop (worker 0), and so does this.
 

@@ -120,6 +120,26 @@ TEST(DnsQueryLog, AFloodOfOneNameIsOneRecordWithItsCount) {
   EXPECT_EQ(drained(log, names).at(0).count, 1u);
 }
 
+// Over its rate, a sandbox cannot make a record per name: the refused queries of an interval are
+// one record, the first name and type standing for them all.
+TEST(DnsQueryLog, QueriesRefusedForTheRateAreOneEntry) {
+  DnsQueryLog log;
+  for (int i = 0; i < 5000; ++i) {
+    EXPECT_FALSE(log.note("chunk" + std::to_string(i) + ".attacker.test", i % 2 ? 16 : 1,
+                          DnsAnswer::Refused, endpoint("10.0.0.2:1"), kWhen));
+  }
+  EXPECT_FALSE(
+      log.note("chunk0.attacker.test", 1, DnsAnswer::NxDomain, endpoint("10.0.0.2:1"), kWhen));
+  std::vector<std::string> names;
+  std::vector<DnsRecord> records = drained(log, names);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(names[0], "chunk0.attacker.test");
+  EXPECT_EQ(records[0].qtype, 1);
+  EXPECT_EQ(records[0].answer, DnsAnswer::Refused);
+  EXPECT_EQ(records[0].count, 5000u);
+  EXPECT_EQ(records[1].answer, DnsAnswer::NxDomain);
+}
+
 // Distinct names (one per exfiltrated chunk): the table says when it is full, so the owner writes
 // it out and memory stays bounded.
 TEST(DnsQueryLog, DistinctNamesFillTheTableAtItsBound) {

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/string_map.h"
 #include "policy/host_name.h"
 
 namespace sluice::policy {
@@ -25,11 +26,7 @@ class RuleIndex {
   std::size_t matching(const CanonicalHost& host, std::uint32_t* out, std::size_t capacity) const;
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  using Map = std::unordered_map<std::string, std::vector<std::uint32_t>, Hash, std::equal_to<>>;
+  using Map = StringMap<std::vector<std::uint32_t>>;
   Map exact_;      // canonical name or address text -> rules
   Map wildcard_;   // wildcard base -> rules
 };

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/string_map.h"
 #include "policy/ip_address.h"
 #include "proxy/audit/dns_record.h"
 
@@ -44,16 +45,12 @@ class DnsQueryLog {
     std::chrono::system_clock::time_point first;
     std::uint64_t count = 0;
   };
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   // The key: the name, then qtype and answer in 3 bytes (a name holds no byte it could be
   // confused with: parseQuery writes odd bytes as "\DDD").
   void makeKey(std::string_view name, std::uint16_t qtype, DnsAnswer answer);
 
   std::vector<Entry> entries_;
-  std::unordered_map<std::string, std::size_t, Hash, std::equal_to<>> index_;
+  StringMap<std::size_t> index_;
   std::string key_;  // reused
 };
 

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "base/string_map.h"
 #include "proxy/dns/answer.h"
 
 namespace sluice::proxy::dns {
@@ -35,17 +36,13 @@ class AnswerCache {
   std::size_t size() const { return entries_.size(); }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   using Lru = std::list<const std::string*>;  // front: most recently used; points at map keys
   struct Entry {
     LookupResult result;
     TimePoint expires;
     Lru::iterator lru;
   };
-  using Map = std::unordered_map<std::string, Entry, Hash, std::equal_to<>>;
+  using Map = StringMap<Entry>;
 
   void erase(Map::iterator it);
   void makeRoom(TimePoint now);

@@ -48,6 +48,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/string_map.h"
 #include "policy/config.h"
 #include "proxy/dns/answer.h"
 #include "proxy/dns/answer_cache.h"
@@ -125,11 +126,6 @@ class Resolver {
   const std::vector<policy::Endpoint>& servers() const { return servers_; }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-
   void initChannel(const policy::DnsSettings& settings);
   void startQuery(Query& query);
   void finishQuery(Query& query);
@@ -156,7 +152,7 @@ class Resolver {
   uv_timer_t* delivery_timer_ = nullptr;       // delivers answers that arrived inside an ares call
   std::unordered_map<int, uv_poll_t*> polls_;  // by fd: erased the moment c-ares closes the fd
   std::unordered_set<uv_handle_t*> handles_;   // every handle not yet through its close_cb
-  std::unordered_map<std::string, std::unique_ptr<Query>, Hash, std::equal_to<>> in_flight_;
+  StringMap<std::unique_ptr<Query>> in_flight_;
   std::vector<std::unique_ptr<Query>> completed_;  // answered, waiting for delivery
   Query* starting_ = nullptr;  // the query resolve() is sending: answers for it stay in resolve()
   AnswerCache cache_;

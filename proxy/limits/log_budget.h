@@ -12,6 +12,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "base/string_map.h"
+
 namespace sluice::proxy::limits {
 
 class LogBudget {
@@ -30,13 +32,8 @@ class LogBudget {
     std::uint64_t last_ms = 0;
     std::uint64_t suppressed = 0;
   };
-  // Looked up by string_view: a key is allocated only when it is new.
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   std::mutex mutex_;
-  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> entries_;
+  StringMap<Entry> entries_;  // a key is allocated only when it is new
 };
 
 }  // namespace sluice::proxy::limits

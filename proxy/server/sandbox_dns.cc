@@ -174,11 +174,13 @@ void SandboxDns::note(const Generation& generation, const SandboxView& view, std
 }
 
 void SandboxDns::writePending() {
-  for (auto& [name, pending] : pending_) {
+  for (auto& entry : pending_) {
+    Pending& pending = entry.second;  // (a lambda cannot capture a structured binding in C++20)
     if (!pending.sink || pending.queries.empty()) {
       continue;
     }
-    pending.queries.drain(name, [&](const audit::DnsRecord& r) { pending.sink->write(r); });
+    pending.queries.drain(entry.first,
+                          [&pending](const audit::DnsRecord& r) { pending.sink->write(r); });
     pending.sink->flush();
   }
   // Sandboxes that asked nothing this interval let their sink go (a removed sandbox's file can

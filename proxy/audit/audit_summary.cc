@@ -36,7 +36,9 @@ std::string humanBytes(std::uint64_t bytes) {
   return buf;
 }
 
-// A cell of the table: what the sandbox sent, made printable and cut to `width`.
+// A cell of the table: what a log holds (anything: a sandbox's bytes, an edited line), made
+// printable and cut to `width`. Every text the table shows from a log goes through here, times
+// included: a `ts` is whatever the line says.
 std::string cell(std::string_view text, std::size_t width) {
   std::string out;
   for (char c : text) {
@@ -139,15 +141,16 @@ std::string summaryTable(const Summary& summary) {
       seen(all.first_seen, all.last_seen, h.first_seen);
       seen(all.first_seen, all.last_seen, h.last_seen);
     }
-    std::snprintf(
-        buf, sizeof(buf),
-        "sandbox %s: %llu requests (%llu allowed, %llu denied, %llu reported), %s up, "
-        "%s down, %s .. %s\n",
-        cell(sandbox, 64).c_str(), static_cast<unsigned long long>(all.requests),
-        static_cast<unsigned long long>(all.allowed), static_cast<unsigned long long>(all.denied),
-        static_cast<unsigned long long>(all.reported), humanBytes(all.req_bytes).c_str(),
-        humanBytes(all.resp_bytes).c_str(), all.first_seen.empty() ? "-" : all.first_seen.c_str(),
-        all.last_seen.empty() ? "-" : all.last_seen.c_str());
+    std::snprintf(buf, sizeof(buf),
+                  "sandbox %s: %llu requests (%llu allowed, %llu denied, %llu reported), %s up, "
+                  "%s down, %s .. %s\n",
+                  cell(sandbox, 64).c_str(), static_cast<unsigned long long>(all.requests),
+                  static_cast<unsigned long long>(all.allowed),
+                  static_cast<unsigned long long>(all.denied),
+                  static_cast<unsigned long long>(all.reported), humanBytes(all.req_bytes).c_str(),
+                  humanBytes(all.resp_bytes).c_str(),
+                  all.first_seen.empty() ? "-" : cell(all.first_seen, 32).c_str(),
+                  all.last_seen.empty() ? "-" : cell(all.last_seen, 32).c_str());
     out += buf;
     // Hosts by requests, the busiest first.
     std::vector<const std::pair<const std::string, HostSummary>*> hosts;
@@ -170,7 +173,7 @@ std::string summaryTable(const Summary& summary) {
                     static_cast<unsigned long long>(h.allowed),
                     static_cast<unsigned long long>(h.denied),
                     static_cast<unsigned long long>(h.reported), humanBytes(h.req_bytes).c_str(),
-                    humanBytes(h.resp_bytes).c_str(), h.last_seen.c_str());
+                    humanBytes(h.resp_bytes).c_str(), cell(h.last_seen, 32).c_str());
       out += buf;
       out += cell(counts(h.reasons), 200);
       out += '\n';
@@ -181,7 +184,7 @@ std::string summaryTable(const Summary& summary) {
       out += buf;
       for (const auto& [name, n] : s.names) {
         std::snprintf(buf, sizeof(buf), "  %-40s %8llu  %-24s  ", cell(name, 40).c_str(),
-                      static_cast<unsigned long long>(n.queries), n.last_seen.c_str());
+                      static_cast<unsigned long long>(n.queries), cell(n.last_seen, 32).c_str());
         out += buf;
         out += cell(counts(n.answers), 200);
         out += '\n';

@@ -107,7 +107,14 @@ TEST(AuditSummary, TheTableIsNotTheSandboxsToShape) {
   Summary s;
   s.add(R"({"ts":"t","sandbox":"a","kind":"dns","name":"evil\u001b[31m\nname)" +
         std::string(300, 'x') + R"(","answer":"nxdomain","count":1})");
+  // A ts is whatever the line says (fuzz_audit_summary found one of DEL bytes).
+  s.add(R"({"ts":"2026-12-03T06:0\u007f\u001b]0;x\u0007","sandbox":"a\u007f","url":"https://h/",)"
+        R"("decision":"allow"})");
   std::string table = summaryTable(s);
+  for (char c : table) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    EXPECT_FALSE((u < 0x20 && c != '\n') || u == 0x7f) << static_cast<int>(u) << table;
+  }
   EXPECT_EQ(table.find('\x1b'), std::string::npos);
   EXPECT_NE(table.find("evil?[31m?name"), std::string::npos) << table;
   EXPECT_EQ(table.find(std::string(300, 'x')), std::string::npos);

@@ -22,20 +22,6 @@ void seen(std::string& first, std::string& last, std::string_view ts) {
   }
 }
 
-// "1.2 MiB": what a column of bytes says.
-std::string humanBytes(std::uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  std::size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
-    value /= 1024;
-    ++unit;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), unit == 0 ? "%.0f %s" : "%.1f %s", value, kUnits[unit]);
-  return buf;
-}
-
 // A cell of the table: what a log holds (anything: a sandbox's bytes, an edited line), made
 // printable and cut to `width`. Every text the table shows from a log goes through here, times
 // included: a `ts` is whatever the line says.
@@ -63,7 +49,149 @@ std::string counts(const std::map<std::string, std::uint64_t>& by) {
   return out.empty() ? "-" : out;
 }
 
+// `count` decimal digits at text[at...] into `value`; false if any is not a digit.
+bool digits(std::string_view text, std::size_t at, std::size_t count, int& value) {
+  if (at + count > text.size()) {
+    return false;
+  }
+  value = 0;
+  for (std::size_t i = at; i < at + count; ++i) {
+    if (text[i] < '0' || text[i] > '9') {
+      return false;
+    }
+    value = value * 10 + (text[i] - '0');
+  }
+  return true;
+}
+
 }  // namespace
+
+std::string humanBytes(std::uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  std::size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), unit == 0 ? "%.0f %s" : "%.1f %s", value, kUnits[unit]);
+  return buf;
+}
+
+std::string countOf(std::uint64_t n, std::string_view noun) {
+  std::string text = std::to_string(n) + ' ';
+  text += noun;
+  if (n != 1) {
+    text += 's';
+  }
+  return text;
+}
+
+std::optional<TimeMs> parseTime(std::string_view text) {
+  using namespace std::chrono;
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+  if (!digits(text, 0, 4, y) || text.size() < 10 || text[4] != '-' || !digits(text, 5, 2, mo) ||
+      text[7] != '-' || !digits(text, 8, 2, d)) {
+    return std::nullopt;
+  }
+  const year_month_day date{year(y), month(static_cast<unsigned>(mo)),
+                            day(static_cast<unsigned>(d))};
+  if (!date.ok()) {
+    return std::nullopt;
+  }
+  std::size_t at = 10;
+  milliseconds fraction{0};
+  if (at < text.size() && (text[at] == 'T' || text[at] == 't' || text[at] == ' ')) {
+    if (!digits(text, at + 1, 2, h) || text.size() < at + 6 || text[at + 3] != ':' ||
+        !digits(text, at + 4, 2, mi) || h > 23 || mi > 59) {
+      return std::nullopt;
+    }
+    at += 6;
+    if (at < text.size() && text[at] == ':') {
+      if (!digits(text, at + 1, 2, sec) || sec > 60) {
+        return std::nullopt;
+      }
+      at += 3;
+      if (at < text.size() && text[at] == '.') {
+        std::size_t end = ++at;
+        int scale = 100;
+        for (; end < text.size() && text[end] >= '0' && text[end] <= '9'; ++end, scale /= 10) {
+          fraction += milliseconds((text[end] - '0') * scale);  // past ms: scale 0, ignored
+        }
+        if (end == at) {
+          return std::nullopt;
+        }
+        at = end;
+      }
+    }
+  }
+  minutes offset{0};
+  if (at < text.size() && (text[at] == 'Z' || text[at] == 'z')) {
+    ++at;
+  } else if (at > 10 && at < text.size() && (text[at] == '+' || text[at] == '-')) {
+    int oh = 0, om = 0;
+    if (!digits(text, at + 1, 2, oh) || text.size() < at + 6 || text[at + 3] != ':' ||
+        !digits(text, at + 4, 2, om) || oh > 23 || om > 59) {
+      return std::nullopt;
+    }
+    offset = minutes((text[at] == '+' ? 1 : -1) * (oh * 60 + om));
+    at += 6;
+  }
+  if (at != text.size()) {
+    return std::nullopt;
+  }
+  return TimeMs(sys_days(date).time_since_epoch() + hours(h) + minutes(mi) + seconds(sec) +
+                fraction - offset);
+}
+
+std::string canonicalTime(TimeMs at) {
+  using namespace std::chrono;
+  at = std::clamp(at, TimeMs(sys_days(year(0) / 1 / 1)),
+                  TimeMs(sys_days(year(9999) / 12 / 31) + hours(24) - milliseconds(1)));
+  const sys_days day_of = floor<days>(at);
+  const year_month_day date(day_of);
+  const hh_mm_ss time(at - day_of);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ",
+                static_cast<int>(date.year()), static_cast<unsigned>(date.month()),
+                static_cast<unsigned>(date.day()), static_cast<int>(time.hours().count()),
+                static_cast<int>(time.minutes().count()), static_cast<int>(time.seconds().count()),
+                static_cast<int>(time.subseconds().count()));
+  return buf;
+}
+
+std::optional<std::string> sinceTimestamp(std::string_view when,
+                                          std::chrono::system_clock::time_point now) {
+  using namespace std::chrono;
+  std::optional<TimeMs> from = parseTime(when);
+  if (!from && when.size() >= 2 && when.size() <= 10) {
+    const TimeMs now_ms = time_point_cast<milliseconds>(now);
+    int n = 0;
+    if (digits(when, 0, when.size() - 1, n)) {
+      switch (when.back()) {
+        case 's':
+          from = now_ms - seconds(n);
+          break;
+        case 'm':
+          from = now_ms - minutes(n);
+          break;
+        case 'h':
+          from = now_ms - hours(n);
+          break;
+        case 'd':
+          from = now_ms - hours(24) * n;
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  if (!from) {
+    return std::nullopt;
+  }
+  return canonicalTime(*from);
+}
 
 std::string hostOfRecord(std::string_view url, std::optional<std::string_view> sni,
                          std::optional<std::string_view> host) {
@@ -111,12 +239,16 @@ void Summary::add(std::string_view line) {
                                            record->string("sni"), record->string("host"))];
   ++host.requests;
   const std::string_view decision = record->string("decision").value_or("");
+  MinuteCounts& minute = timeline_[std::string(ts.substr(0, 16))];
   if (decision == "allow") {
     ++host.allowed;
+    ++minute.allowed;
   } else if (decision == "report") {
     ++host.reported;
+    ++minute.reported;
   } else {
     ++host.denied;
+    ++minute.denied;
   }
   if (auto reason = record->string("reason")) {
     ++host.reasons[std::string(*reason)];
@@ -142,9 +274,9 @@ std::string summaryTable(const Summary& summary) {
       seen(all.first_seen, all.last_seen, h.last_seen);
     }
     std::snprintf(buf, sizeof(buf),
-                  "sandbox %s: %llu requests (%llu allowed, %llu denied, %llu reported), %s up, "
+                  "sandbox %s: %s (%llu allowed, %llu denied, %llu reported), %s up, "
                   "%s down, %s .. %s\n",
-                  cell(sandbox, 64).c_str(), static_cast<unsigned long long>(all.requests),
+                  cell(sandbox, 64).c_str(), countOf(all.requests, "request").c_str(),
                   static_cast<unsigned long long>(all.allowed),
                   static_cast<unsigned long long>(all.denied),
                   static_cast<unsigned long long>(all.reported), humanBytes(all.req_bytes).c_str(),
@@ -192,14 +324,12 @@ std::string summaryTable(const Summary& summary) {
     }
     out += '\n';
   }
-  std::snprintf(buf, sizeof(buf), "%llu records",
-                static_cast<unsigned long long>(summary.records()));
-  out += buf;
+  out += countOf(summary.records(), "record");
   if (summary.filtered() != 0) {
     out += ", " + std::to_string(summary.filtered()) + " left out by --since/--sandbox";
   }
   if (summary.skipped() != 0) {
-    out += ", " + std::to_string(summary.skipped()) + " lines that are not records skipped";
+    out += ", " + countOf(summary.skipped(), "line") + " skipped (not records)";
   }
   out += '\n';
   return out;

@@ -4,6 +4,7 @@
 // records (not JSON, a record of a kind it does not know, a record without a sandbox) are
 // counted, never fatal: a log may have been edited, cut or mixed with other lines.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -39,8 +40,15 @@ struct SandboxSummary {
   std::map<std::string, NameSummary> names;  // DNS, by name
 };
 
+// Requests of one minute (the ts's first 16 characters, "2026-12-03T06:00"), by decision.
+struct MinuteCounts {
+  std::uint64_t allowed = 0;
+  std::uint64_t denied = 0;
+  std::uint64_t reported = 0;
+};
+
 struct SummaryFilter {
-  std::string since;    // records with ts >= this (a prefix of RFC 3339 compares as text); "" all
+  std::string since;    // records with ts >= this (canonical, see sinceTimestamp); "" all
   std::string sandbox;  // only this sandbox; "" all
 };
 
@@ -52,6 +60,8 @@ class Summary {
   void add(std::string_view line);
 
   const std::map<std::string, SandboxSummary>& sandboxes() const { return sandboxes_; }
+  // Every sandbox's requests, minute by minute (for the report's timeline).
+  const std::map<std::string, MinuteCounts>& timeline() const { return timeline_; }
   std::uint64_t records() const { return records_; }    // lines taken into the summary
   std::uint64_t skipped() const { return skipped_; }    // lines that are not records
   std::uint64_t filtered() const { return filtered_; }  // records --since/--sandbox left out
@@ -59,6 +69,7 @@ class Summary {
  private:
   SummaryFilter filter_;
   std::map<std::string, SandboxSummary> sandboxes_;
+  std::map<std::string, MinuteCounts> timeline_;
   std::uint64_t records_ = 0;
   std::uint64_t skipped_ = 0;
   std::uint64_t filtered_ = 0;
@@ -68,6 +79,24 @@ class Summary {
 // scheme's default, as the url has it), else the SNI, else the Host field, else "-".
 std::string hostOfRecord(std::string_view url, std::optional<std::string_view> sni,
                          std::optional<std::string_view> host);
+
+// "1.2 MiB": what a column of bytes says (the table's and the report's).
+std::string humanBytes(std::uint64_t bytes);
+
+// "1 request", "2 requests": `noun` with an s unless n is 1.
+std::string countOf(std::uint64_t n, std::string_view noun);
+
+// An RFC 3339 time, or the start of one: "2026-12-03", "2026-12-03T06:00", ...T06:00:05.25, each
+// with an optional "Z" or "+01:00"; without a zone it is UTC (as every record's ts is).
+// Milliseconds, not system_clock's nanoseconds: those end in 2262, and a --since may not.
+using TimeMs = std::chrono::sys_time<std::chrono::milliseconds>;
+std::optional<TimeMs> parseTime(std::string_view text);
+// A record's ts form: "2026-12-03T06:00:00.000Z" (years 0000-9999; outside, clamped to them).
+std::string canonicalTime(TimeMs at);
+// --since WHEN as a record's ts compares with (its canonical form, "...T06:00:00.000Z"): a time
+// (parseTime) or a span before `now` ("90s", "15m", "2h", "7d"). nullopt: neither.
+std::optional<std::string> sinceTimestamp(std::string_view when,
+                                          std::chrono::system_clock::time_point now);
 
 // The table of `sluice audit summary` (docs/cli.md#sluice-audit-summary-sluice-audit-report).
 std::string summaryTable(const Summary& summary);

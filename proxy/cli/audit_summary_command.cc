@@ -1,16 +1,16 @@
 // sluice audit summary FILE... [--json] [--since WHEN] [--sandbox NAME]: what the sandboxes
-// fetched and were refused, per sandbox and host, from their audit logs
+// fetched and were refused, per sandbox and host, from their audit logs; sluice audit report
+// FILE... -o OUT.html [--since WHEN] [--sandbox NAME]: the same as one self-contained HTML page
 // (docs/cli.md#sluice-audit-summary-sluice-audit-report). Exit 0, or 2 for bad arguments or a
-// file that cannot be read.
+// file that cannot be read or written.
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "proxy/audit/audit_record.h"
+#include "proxy/audit/audit_report.h"
 #include "proxy/audit/audit_summary.h"
 #include "proxy/cli/cli.h"
 #include "proxy/cli/flags.h"
@@ -21,50 +21,16 @@ namespace {
 
 constexpr std::string_view kUsageLine =
     "usage: sluice audit summary FILE... [--json] [--since WHEN] [--sandbox NAME]\n"
-    "  WHEN: a time in RFC 3339 (2026-12-03, 2026-12-03T06:00:00Z) or a span back from now\n"
+    "       sluice audit report FILE... -o OUT.html [--since WHEN] [--sandbox NAME]\n"
+    "  WHEN: a time in RFC 3339, UTC unless it says otherwise (2026-12-03, 2026-12-03T06:00,\n"
+    "        2026-12-03T07:00:00+01:00), or a span back from now (90s, 30m, 2h, 7d)\n"
     "        (90s, 30m, 2h, 7d)\n";
 
-int badInput(Streams streams, const std::string& problem) {
-  std::fprintf(streams.err, "sluice audit summary: %s\n%.*s", problem.c_str(),
-               static_cast<int>(kUsageLine.size()), kUsageLine.data());
+int badInput(Streams streams, std::string_view command, const std::string& problem) {
+  std::fprintf(streams.err, "sluice audit %.*s: %s\n%.*s", static_cast<int>(command.size()),
+               command.data(), problem.c_str(), static_cast<int>(kUsageLine.size()),
+               kUsageLine.data());
   return kExitUsage;
-}
-
-// --since as the text a record's ts compares with: an RFC 3339 time (or its prefix) as given,
-// a span ("2h") as now minus it. Empty: not a time.
-std::string sinceText(std::string_view when) {
-  if (when.size() >= 4 && when[0] >= '0' && when[0] <= '9' && when.find('-') == 4) {
-    return std::string(when);
-  }
-  if (when.size() < 2) {
-    return "";
-  }
-  const char unit = when.back();
-  const std::string digits(when.substr(0, when.size() - 1));
-  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) {
-    return "";
-  }
-  const long long n = std::atoll(digits.c_str());
-  std::chrono::seconds span;
-  switch (unit) {
-    case 's':
-      span = std::chrono::seconds(n);
-      break;
-    case 'm':
-      span = std::chrono::minutes(n);
-      break;
-    case 'h':
-      span = std::chrono::hours(n);
-      break;
-    case 'd':
-      span = std::chrono::hours(24 * n);
-      break;
-    default:
-      return "";
-  }
-  std::string text;
-  proxy::audit::appendTimestamp(text, std::chrono::system_clock::now() - span);
-  return text;
 }
 
 bool readInto(const std::string& path, proxy::audit::Summary& summary, Streams streams) {
@@ -89,47 +55,58 @@ bool readInto(const std::string& path, proxy::audit::Summary& summary, Streams s
     std::fclose(file);
   }
   if (read_error) {
-    std::fprintf(streams.err, "sluice audit summary: %s: read error\n", path.c_str());
+    std::fprintf(streams.err, "sluice audit: %s: read error\n", path.c_str());
   }
   return !read_error;
 }
 
-}  // namespace
-
-int auditSummaryCommand(std::span<const std::string_view> args, Streams streams) {
-  static constexpr FlagSpec kSpecs[] = {
+// Both commands: `report` writes the page to -o, `summary` the table or --json to stdout.
+int auditSummaryOrReport(std::string_view command, std::span<const std::string_view> args,
+                         Streams streams) {
+  const bool report = command == "report";
+  static constexpr FlagSpec kSummarySpecs[] = {
       {"json", "", false, false}, {"since", "", false, true}, {"sandbox", "", false, true}};
+  static constexpr FlagSpec kReportSpecs[] = {
+      {"output", "o", false, true}, {"since", "", false, true}, {"sandbox", "", false, true}};
+  const std::span<const FlagSpec> specs =
+      report ? std::span<const FlagSpec>(kReportSpecs) : std::span<const FlagSpec>(kSummarySpecs);
   // Files are the arguments that are no flag and no flag's value.
   std::vector<std::string_view> flag_args;
   std::vector<std::string> files;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string_view arg = args[i];
-    if (arg.starts_with("--")) {
+    if (arg.starts_with("--") || (report && arg == "-o")) {
       flag_args.push_back(arg);
-      const bool takes_value = arg == "--since" || arg == "--sandbox";
+      const bool takes_value =
+          arg == "--since" || arg == "--sandbox" || arg == "-o" || arg == "--output";
       if (takes_value && i + 1 < args.size()) {
         flag_args.push_back(args[++i]);
       }
     } else if (arg.starts_with("-") && arg != "-") {
-      return badInput(streams, "unknown flag " + std::string(arg));
+      return badInput(streams, command, "unknown flag " + std::string(arg));
     } else {
       files.emplace_back(arg);
     }
   }
   std::string error;
-  auto flags = Flags::parse(flag_args, kSpecs, &error);
+  auto flags = Flags::parse(flag_args, specs, &error);
   if (!flags) {
-    return badInput(streams, error);
+    return badInput(streams, command, error);
   }
   if (files.empty()) {
-    return badInput(streams, "no audit file given");
+    return badInput(streams, command, "no audit file given");
+  }
+  if (report && !flags->get("output")) {
+    return badInput(streams, command, "-o OUT.html is required");
   }
   proxy::audit::SummaryFilter filter;
   if (auto since = flags->get("since")) {
-    filter.since = sinceText(*since);
-    if (filter.since.empty()) {
-      return badInput(streams, "--since " + std::string(*since) + " is not a time or a span");
+    auto from = proxy::audit::sinceTimestamp(*since, std::chrono::system_clock::now());
+    if (!from) {
+      return badInput(streams, command,
+                      "--since " + std::string(*since) + " is not a time or a span");
     }
+    filter.since = std::move(*from);
   }
   if (auto sandbox = flags->get("sandbox")) {
     filter.sandbox.assign(*sandbox);
@@ -140,10 +117,38 @@ int auditSummaryCommand(std::span<const std::string_view> args, Streams streams)
       return kExitUsage;
     }
   }
+  if (report) {
+    const std::string path(*flags->get("output"));
+    const std::string page = proxy::audit::summaryReport(summary, files);
+    std::FILE* out = std::fopen(path.c_str(), "we");
+    bool written = out != nullptr && std::fwrite(page.data(), 1, page.size(), out) == page.size() &&
+                   std::fflush(out) == 0;
+    if (out != nullptr && std::fclose(out) != 0) {
+      written = false;
+    }
+    if (!written) {
+      std::fprintf(streams.err, "sluice audit report: %s: %s\n", path.c_str(),
+                   std::strerror(errno));
+      return kExitUsage;
+    }
+    std::fprintf(streams.out, "%s: %llu records\n", path.c_str(),
+                 static_cast<unsigned long long>(summary.records()));
+    return kExitOk;
+  }
   const std::string out =
       flags->has("json") ? proxy::audit::summaryJson(summary) : proxy::audit::summaryTable(summary);
   std::fwrite(out.data(), 1, out.size(), streams.out);
   return kExitOk;
+}
+
+}  // namespace
+
+int auditSummaryCommand(std::span<const std::string_view> args, Streams streams) {
+  return auditSummaryOrReport("summary", args, streams);
+}
+
+int auditReportCommand(std::span<const std::string_view> args, Streams streams) {
+  return auditSummaryOrReport("report", args, streams);
 }
 
 }  // namespace sluice::cli

@@ -21,6 +21,8 @@ constexpr std::string_view kUsage =
     "  sluice audit verify FILE     check an audit log's hash chain (exit 1: the first bad line)\n"
     "  sluice audit summary FILE... [--json] [--since WHEN] [--sandbox NAME]\n"
     "                               what each sandbox fetched and was refused, per host\n"
+    "  sluice audit report FILE... -o OUT.html [--since WHEN] [--sandbox NAME]\n"
+    "                               the same as one self-contained HTML page with charts\n"
     "  sluice version\n";
 
 int usage(Streams streams, std::string_view problem) {
@@ -69,7 +71,12 @@ int run(int argc, char** argv, Streams streams) {
     if (!rest.empty() && rest.front() == "summary") {
       return auditSummaryCommand(rest.subspan(1), streams);
     }
-    return usage(streams, "audit: expected 'audit verify FILE' or 'audit summary FILE...'");
+    if (!rest.empty() && rest.front() == "report") {
+      return auditReportCommand(rest.subspan(1), streams);
+    }
+    return usage(streams,
+                 "audit: expected 'audit verify FILE', 'audit summary FILE...' or "
+                 "'audit report FILE... -o OUT.html'");
   }
   if (command == "help" || command == "--help" || command == "-h") {
     std::fprintf(streams.out, "%.*s", static_cast<int>(kUsage.size()), kUsage.data());

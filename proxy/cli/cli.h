@@ -30,6 +30,7 @@ int caInitCommand(std::span<const std::string_view> args, Streams streams);
 int envCommand(std::span<const std::string_view> args, Streams streams);
 int auditVerifyCommand(std::span<const std::string_view> args, Streams streams);
 int auditSummaryCommand(std::span<const std::string_view> args, Streams streams);
+int auditReportCommand(std::span<const std::string_view> args, Streams streams);
 int versionCommand(std::span<const std::string_view> args, Streams streams);
 
 }  // namespace sluice::cli

@@ -4,6 +4,7 @@ import json
 import re
 
 from netutil import read_text, wait_until
+from oracles import get, marker
 
 FIELDS = ("ts", "sandbox", "kind", "conn", "client", "mode", "sni", "host", "method", "url",
           "orig_dst", "addrs", "upstream", "decision", "rule", "reason", "status",
@@ -159,3 +160,16 @@ class AuditLog:
         hits = self.wait(mark, predicate, 1, timeout)
         assert len(hits) == 1, "expected exactly one audit record, got %d: %r" % (len(hits), hits)
         return hits[0]
+
+
+def mixed_traffic_log(gw, path, count, extra_lines=()):
+    """`count` requests through sluice, in turn to an allowed host and two refused ones; once
+    their records are written, the whole log copied to `path` (with `extra_lines` after it), for
+    `sluice audit summary` and `report` to read."""
+    mark = gw.audit.mark()
+    for i in range(count):
+        host = ("allowed.test", "evil.test", "attacker.test")[i % 3]
+        gw.tunnel(host, [get("/whoami.txt?m=" + marker(), host=host)])
+    gw.audit.wait(mark, count=count)
+    with open(path, "w") as f:
+        f.write("".join(line + "\n" for line in list(gw.audit.lines()) + list(extra_lines)))

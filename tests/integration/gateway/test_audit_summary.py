@@ -6,8 +6,8 @@ import json
 import os
 import subprocess
 
+from audit import mixed_traffic_log
 from netutil import clean_env
-from oracles import get, marker
 
 
 def summary(gw, *args):
@@ -39,15 +39,8 @@ def expected(records):
 
 
 def test_the_summary_says_what_the_log_says(gw, scratch):
-    mark = gw.audit.mark()
-    for i in range(9):
-        host = ("allowed.test", "evil.test", "attacker.test")[i % 3]
-        gw.tunnel(host, [get("/whoami.txt?m=" + marker(), host=host)])
-    gw.audit.wait(mark, count=9)
     path = os.path.join(scratch, "audit.jsonl")
-    with open(path, "w") as f:
-        f.write("".join(line + "\n" for line in gw.audit.lines()))
-        f.write("a line that is no record\n")
+    mixed_traffic_log(gw, path, 9, ["a line that is no record"])
 
     code, out, err = summary(gw, path, "--json")
     assert code == 0, err

@@ -77,11 +77,54 @@ TEST(AuditSummary, PerSandboxAndHost) {
 }
 
 TEST(AuditSummary, SinceAndSandboxLeaveRecordsOut) {
-  Summary s = summarise({.since = "2026-12-03T06:00:03", .sandbox = "a"});
+  Summary s = summarise({.since = "2026-12-03T06:00:03.000Z", .sandbox = "a"});
   EXPECT_EQ(s.records(), 3u);  // pypi.org/x and both DNS records
   EXPECT_EQ(s.filtered(), 5u);
   EXPECT_EQ(s.sandboxes().at("a").hosts.at("pypi.org").requests, 1u);
   EXPECT_EQ(s.sandboxes().count("b"), 0u);
+}
+
+// --since WHEN in the canonical form of a record's ts, so the text comparison is a time one:
+// "...T06:00:03Z" as given would sort after a record of 06:00:03.5 ('Z' > '.').
+TEST(AuditSummary, SinceIsCanonicalUtc) {
+  using namespace std::chrono;
+  const auto now =
+      system_clock::time_point(sys_days(year(2026) / 12 / 3).time_since_epoch() + hours(6));
+  struct Case {
+    std::string_view when;
+    std::optional<std::string> since;
+  } cases[] = {
+      {"2026-12-03", "2026-12-03T00:00:00.000Z"},
+      {"2026-12-03T06:00", "2026-12-03T06:00:00.000Z"},
+      {"2026-12-03T06:00:03Z", "2026-12-03T06:00:03.000Z"},
+      {"2026-12-03t06:00:03.25z", "2026-12-03T06:00:03.250Z"},
+      {"2026-12-03 06:00:03.123456", "2026-12-03T06:00:03.123Z"},
+      {"2026-12-03T07:30:00+01:30", "2026-12-03T06:00:00.000Z"},
+      {"2026-12-02T23:00-07:00", "2026-12-03T06:00:00.000Z"},
+      {"0001-01-01", "0001-01-01T00:00:00.000Z"},
+      {"2999-01-01", "2999-01-01T00:00:00.000Z"},                     // past system_clock's 2262
+      {"9999-12-31T23:59:59.999-23:59", "9999-12-31T23:59:59.999Z"},  // clamped
+      {"0000-01-01T00:00+23:59", "0000-01-01T00:00:00.000Z"},
+      {"90s", "2026-12-03T05:58:30.000Z"},
+      {"30m", "2026-12-03T05:30:00.000Z"},
+      {"2h", "2026-12-03T04:00:00.000Z"},
+      {"7d", "2026-11-26T06:00:00.000Z"},
+      {"yesterday", std::nullopt},
+      {"2026-02-30", std::nullopt},
+      {"2026-12-03T24:00", std::nullopt},
+      {"2026-12-03T06", std::nullopt},
+      {"2026-12-03T06:00:03.", std::nullopt},
+      {"2026-12-03T06:00+1", std::nullopt},
+      {"2026-12-03-01:00", std::nullopt},  // an offset needs a time
+      {"2026-12-03T06:00Zjunk", std::nullopt},
+      {"h", std::nullopt},
+      {"-2h", std::nullopt},
+      {"1234567890h", std::nullopt},
+      {"2w", std::nullopt},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(sinceTimestamp(c.when, now), c.since) << c.when;
+  }
 }
 
 TEST(AuditSummary, TheTableAndTheJsonSayTheSame) {
@@ -93,7 +136,7 @@ TEST(AuditSummary, TheTableAndTheJsonSayTheSame) {
       << table;
   EXPECT_NE(table.find("not_allowed_host 1"), std::string::npos) << table;
   EXPECT_NE(table.find("nxdomain 3, refused 2"), std::string::npos) << table;
-  EXPECT_NE(table.find("8 records, 3 lines that are not records skipped"), std::string::npos);
+  EXPECT_NE(table.find("8 records, 3 lines skipped (not records)"), std::string::npos);
   std::string json = summaryJson(s);
   EXPECT_NE(json.find(R"({"host":"pypi.org","requests":3,"allowed":2,"denied":1,"reported":0,)"
                       R"("reasons":{"not_allowed_path":1},"req_bytes":10,"resp_bytes":1024,)"),

@@ -13,6 +13,7 @@
 #include "proxy/audit/audit_report.h"
 #include "proxy/audit/audit_summary.h"
 #include "proxy/cli/cli.h"
+#include "proxy/cli/command_help.h"
 #include "proxy/cli/flags.h"
 
 namespace sluice::cli {
@@ -64,26 +65,23 @@ bool readInto(const std::string& path, proxy::audit::Summary& summary, Streams s
 int auditSummaryOrReport(std::string_view command, std::span<const std::string_view> args,
                          Streams streams) {
   const bool report = command == "report";
-  static constexpr FlagSpec kSummarySpecs[] = {
-      {"json", "", false, false}, {"since", "", false, true}, {"sandbox", "", false, true}};
-  static constexpr FlagSpec kReportSpecs[] = {
-      {"output", "o", false, true}, {"since", "", false, true}, {"sandbox", "", false, true}};
-  const std::span<const FlagSpec> specs =
-      report ? std::span<const FlagSpec>(kReportSpecs) : std::span<const FlagSpec>(kSummarySpecs);
+  const std::span<const FlagSpec> specs = commandFlags(report ? "audit report" : "audit summary");
   // Files are the arguments that are no flag and no flag's value.
   std::vector<std::string_view> flag_args;
   std::vector<std::string> files;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string_view arg = args[i];
-    if (arg.starts_with("--") || (report && arg == "-o")) {
+    if (arg.starts_with("-") && arg != "-") {
+      // Flags::parse judges it; here only whether the next argument is its value.
       flag_args.push_back(arg);
-      const bool takes_value =
-          arg == "--since" || arg == "--sandbox" || arg == "-o" || arg == "--output";
-      if (takes_value && i + 1 < args.size()) {
-        flag_args.push_back(args[++i]);
+      const bool is_short = !arg.starts_with("--");
+      const std::string_view name = arg.substr(is_short ? 1 : 2);
+      for (const FlagSpec& spec : specs) {
+        if ((is_short ? spec.short_name : spec.name) == name && spec.takes_value &&
+            i + 1 < args.size()) {
+          flag_args.push_back(args[++i]);
+        }
       }
-    } else if (arg.starts_with("-") && arg != "-") {
-      return badInput(streams, command, "unknown flag " + std::string(arg));
     } else {
       files.emplace_back(arg);
     }

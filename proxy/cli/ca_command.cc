@@ -9,6 +9,7 @@
 
 #include "certs/ca.h"
 #include "proxy/cli/cli.h"
+#include "proxy/cli/command_help.h"
 #include "proxy/cli/flags.h"
 #include "proxy/cli/shown_path.h"
 
@@ -18,7 +19,6 @@ namespace {
 
 constexpr std::string_view kCommonName = "sluice sandbox CA";
 constexpr const char* kUsage = "usage: sluice ca init --dir DIR\n";
-constexpr FlagSpec kFlags[] = {{"dir", "", false, true}};
 
 int usageError(Streams streams, const std::string& message) {
   std::fprintf(streams.err, "sluice ca init: %s\n%s", message.c_str(), kUsage);
@@ -35,7 +35,7 @@ bool entryExists(const std::filesystem::path& path) {
 
 int caInitCommand(std::span<const std::string_view> args, Streams streams) {
   std::string error;
-  auto flags = Flags::parse(args, kFlags, &error);
+  auto flags = Flags::parse(args, commandFlags("ca init"), &error);
   if (!flags) {
     return usageError(streams, error);
   }

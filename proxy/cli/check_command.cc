@@ -3,15 +3,15 @@
 #include <cstdio>
 
 #include "proxy/cli/cli.h"
+#include "proxy/cli/command_help.h"
 #include "proxy/cli/flags.h"
 #include "proxy/config/config_files.h"
 
 namespace sluice::cli {
 
 int checkCommand(std::span<const std::string_view> args, Streams streams) {
-  static constexpr FlagSpec kSpecs[] = {{"config", "c", false, true}};
   std::string error;
-  auto flags = Flags::parse(args, kSpecs, &error);
+  auto flags = Flags::parse(args, commandFlags("check"), &error);
   if (!flags || !flags->get("config")) {
     std::fprintf(streams.err, "sluice check: %s\nusage: sluice check -c FILE\n",
                  flags ? "-c FILE is required" : error.c_str());

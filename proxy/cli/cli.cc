@@ -1,37 +1,81 @@
 #include "proxy/cli/cli.h"
 
+#include <cstdio>
+
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/version.h"
+#include "proxy/cli/command_help.h"
+
 namespace sluice::cli {
 
 namespace {
-
-constexpr std::string_view kUsage =
-    "usage:\n"
-    "  sluice run [-c FILE]         run the gateway; without -c, the built-in default\n"
-    "  sluice check -c FILE         validate a configuration; errors as FILE:LINE:COL: message\n"
-    "  sluice explain -c FILE --sandbox NAME --url URL [--method M] [--sni NAME]\n"
-    "                 [--ip ADDR]... [--resolve]\n"
-    "                               the verdict for one hypothetical request, as JSON\n"
-    "  sluice ca init --dir DIR     write DIR/ca.pem and DIR/ca.key; never overwrites\n"
-    "  sluice env -c FILE --sandbox NAME\n"
-    "                               the shell lines a sandbox needs (proxy and CA variables)\n"
-    "  sluice audit verify FILE     check an audit log's hash chain (exit 1: the first bad line)\n"
-    "  sluice audit summary FILE... [--json] [--since WHEN] [--sandbox NAME]\n"
-    "                               what each sandbox fetched and was refused, per host\n"
-    "  sluice audit report FILE... -o OUT.html [--since WHEN] [--sandbox NAME]\n"
-    "                               the same as one self-contained HTML page with charts\n"
-    "  sluice version\n";
 
 int usage(Streams streams, std::string_view problem) {
   if (!problem.empty()) {
     std::fprintf(streams.err, "sluice: %.*s\n", static_cast<int>(problem.size()),
                  problem.data());
   }
-  std::fprintf(streams.err, "%.*s", static_cast<int>(kUsage.size()), kUsage.data());
+  const std::string overview = overviewText();
+  std::fprintf(streams.err, "%s", overview.c_str());
   return kExitUsage;
+}
+
+// The command `args` start with ("ca init" is two words), or nullptr.
+const CommandHelp* namedCommand(std::span<const std::string_view> args) {
+  if (args.size() >= 2) {
+    if (const CommandHelp* two =
+            findCommandHelp(std::string(args[0]) + " " + std::string(args[1]))) {
+      return two;
+    }
+  }
+  return args.empty() ? nullptr : findCommandHelp(args[0]);
+}
+
+bool asksForHelp(std::span<const std::string_view> args) {
+  for (std::string_view arg : args) {
+    if (arg == "--help" || arg == "-h") {
+      return true;
+    }
+  }
+  return false;
+}
+
+int printHelp(Streams streams, const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), streams.out);
+  return kExitOk;
+}
+
+// `sluice help [COMMAND] [--man]`, and `--help` or `-h` anywhere after a command.
+int help(std::span<const std::string_view> args, Streams streams) {
+  if (asksForHelp(args)) {  // `sluice help --help`
+    return printHelp(streams, commandHelpText(*findCommandHelp("help")));
+  }
+  for (std::string_view arg : args) {
+    if (arg == "--man") {
+      return args.size() == 1 ? printHelp(streams, manPage(SLUICE_VERSION))
+                              : usage(streams, "help: --man takes no command");
+    }
+  }
+  if (args.empty()) {
+    return printHelp(streams, overviewText());
+  }
+  const CommandHelp* command = namedCommand(args);
+  if (command == nullptr) {
+    std::string group;  // "ca" or "audit": the help of each of its commands
+    for (const CommandHelp& each : allCommandHelp()) {
+      if (each.name.starts_with(std::string(args[0]) + " ")) {
+        group += (group.empty() ? "" : "\n") + commandHelpText(each);
+      }
+    }
+    if (group.empty()) {
+      return usage(streams, "help: unknown command '" + std::string(args[0]) + "'");
+    }
+    return printHelp(streams, group);
+  }
+  return printHelp(streams, commandHelpText(*command));
 }
 
 }  // namespace
@@ -42,6 +86,15 @@ int run(int argc, char** argv, Streams streams) {
     return usage(streams, "");
   }
   std::string_view command = args.front();
+  if (command == "help" || command == "--help" || command == "-h") {
+    return help(std::span<const std::string_view>(args).subspan(1), streams);
+  }
+  if (asksForHelp(args)) {
+    const CommandHelp* named = namedCommand(args);
+    const std::size_t words =
+        named != nullptr && named->name.find(' ') != std::string_view::npos ? 2 : 1;
+    return help(std::span<const std::string_view>(args).first(words), streams);
+  }
   std::span<const std::string_view> rest(args.data() + 1, args.size() - 1);
   if (command == "run") {
     return runCommand(rest, streams);
@@ -77,10 +130,6 @@ int run(int argc, char** argv, Streams streams) {
     return usage(streams,
                  "audit: expected 'audit verify FILE', 'audit summary FILE...' or "
                  "'audit report FILE... -o OUT.html'");
-  }
-  if (command == "help" || command == "--help" || command == "-h") {
-    std::fprintf(streams.out, "%.*s", static_cast<int>(kUsage.size()), kUsage.data());
-    return kExitOk;
   }
   return usage(streams, "unknown command '" + std::string(command) + "'");
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "proxy/cli/cli.h"
+#include "proxy/cli/command_help.h"
 #include "proxy/cli/flags.h"
 #include "proxy/cli/shown_path.h"
 #include "proxy/config/config_files.h"
@@ -67,10 +68,8 @@ int badInput(Streams streams, const std::string& problem) {
 }  // namespace
 
 int envCommand(std::span<const std::string_view> args, Streams streams) {
-  static constexpr FlagSpec kSpecs[] = {{"config", "c", false, true},
-                                        {"sandbox", "", false, true}};
   std::string error;
-  auto flags = Flags::parse(args, kSpecs, &error);
+  auto flags = Flags::parse(args, commandFlags("env"), &error);
   if (!flags) {
     return badInput(streams, error);
   }

@@ -20,6 +20,7 @@
 #include "policy/authority.h"
 #include "policy/decision.h"
 #include "proxy/cli/cli.h"
+#include "proxy/cli/command_help.h"
 #include "proxy/cli/flags.h"
 #include "proxy/config/config_files.h"
 #include "proxy/dns/resolver.h"
@@ -212,13 +213,8 @@ void writeResult(std::string& out, const Query& q, const Decision& d) {
 }  // namespace
 
 int explainCommand(std::span<const std::string_view> args, Streams streams) {
-  static constexpr FlagSpec kSpecs[] = {
-      {"config", "c", false, true},  {"sandbox", "", false, true}, {"url", "", false, true},
-      {"method", "", false, true},   {"sni", "", false, true},     {"ip", "", true, true},
-      {"resolve", "", false, false},
-  };
   std::string error;
-  auto flags = Flags::parse(args, kSpecs, &error);
+  auto flags = Flags::parse(args, commandFlags("explain"), &error);
   if (!flags) {
     return badInput(streams, error);
   }

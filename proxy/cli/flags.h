@@ -17,6 +17,8 @@ struct FlagSpec {
   std::string_view short_name;  // "c", or empty
   bool repeatable = false;
   bool takes_value = true;
+  std::string_view value = "";  // what the value is, for the help: "FILE"
+  std::string_view help = "";   // one paragraph (proxy/cli/command_help.h)
 };
 
 class Flags {

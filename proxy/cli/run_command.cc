@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "proxy/cli/cli.h"
+#include "proxy/cli/command_help.h"
 #include "proxy/cli/flags.h"
 #include "proxy/cli/shown_path.h"
 #include "proxy/config/config_files.h"
@@ -47,9 +48,8 @@ unsigned workerCount() {
 }  // namespace
 
 int runCommand(std::span<const std::string_view> args, Streams streams) {
-  static constexpr FlagSpec kSpecs[] = {{"config", "c", false, true}};
   std::string error;
-  auto flags = Flags::parse(args, kSpecs, &error);
+  auto flags = Flags::parse(args, commandFlags("run"), &error);
   if (!flags) {
     std::fprintf(streams.err, "sluice run: %s\nusage: sluice run [-c FILE]\n", error.c_str());
     return kExitUsage;

@@ -324,5 +324,78 @@ TEST(Usage, UnknownCommandsAndVersion) {
   EXPECT_THAT(version.out, HasSubstr("OpenSSL 3."));
 }
 
+// Every command's --help (and -h, and `sluice help NAME`) on standard output, exit 0, and the
+// same text each way; the overview names each command as docs/cli.md's synopsis does.
+TEST(Usage, EveryCommandHasItsHelp) {
+  const std::vector<std::vector<std::string>> commands = {{"run"},
+                                                          {"check"},
+                                                          {"explain"},
+                                                          {"ca", "init"},
+                                                          {"env"},
+                                                          {"audit", "verify"},
+                                                          {"audit", "summary"},
+                                                          {"audit", "report"},
+                                                          {"version"},
+                                                          {"help"}};
+  std::ifstream docs_file(std::string(SLUICE_SOURCE_DIR) + "/docs/cli.md");
+  const std::string docs((std::istreambuf_iterator<char>(docs_file)),
+                         std::istreambuf_iterator<char>());
+  ProcessResult overview = sluice({"help"});
+  EXPECT_EQ(overview.exit_code, 0);
+  for (const auto& words : commands) {
+    std::string name = words[0] + (words.size() > 1 ? " " + words[1] : "");
+    SCOPED_TRACE(name);
+    std::vector<std::string> with_flag = words;
+    with_flag.push_back("--help");
+    ProcessResult help = sluice(with_flag);
+    EXPECT_EQ(help.exit_code, 0);
+    EXPECT_EQ(help.err, "");
+    EXPECT_THAT(help.out, StartsWith("usage: sluice " + name));
+    EXPECT_THAT(help.out, HasSubstr("\nexample:\n  $ "));
+    EXPECT_THAT(help.out, HasSubstr("\nexit status:\n  0"));
+    with_flag.back() = "-h";
+    EXPECT_EQ(sluice(with_flag).out, help.out);
+    std::vector<std::string> via_help = {"help"};
+    via_help.insert(via_help.end(), words.begin(), words.end());
+    if (name != "help") {
+      EXPECT_EQ(sluice(via_help).out, help.out);
+    }
+    // The synopsis line, as docs/cli.md's first block has it.
+    const std::string usage_line = help.out.substr(7, help.out.find("\n\n") - 7);
+    std::string one_line;
+    for (char c : usage_line) {
+      if (c != '\n' && !(c == ' ' && !one_line.empty() && one_line.back() == ' ')) {
+        one_line += c;
+      }
+    }
+    EXPECT_THAT(docs, HasSubstr("\n" + one_line + "\n"));
+    EXPECT_THAT(overview.out, HasSubstr("  sluice " + name));
+  }
+  // --help after other flags, and a group's help: each of its commands.
+  EXPECT_EQ(sluice({"check", "-c", "x.yaml", "--help"}).exit_code, 0);
+  ProcessResult audit = sluice({"audit", "--help"});
+  EXPECT_EQ(audit.exit_code, 0);
+  EXPECT_THAT(audit.out, HasSubstr("usage: sluice audit verify FILE"));
+  EXPECT_THAT(audit.out, HasSubstr("usage: sluice audit report FILE..."));
+  EXPECT_EQ(sluice({"help", "frobnicate"}).exit_code, 2);
+  EXPECT_EQ(sluice({"frobnicate", "--help"}).exit_code, 2);
+  EXPECT_EQ(sluice({"help", "run", "--man"}).exit_code, 2);
+}
+
+// sluice(1) as groff reads it: no warning at the strictest level (-ww), and each command in it.
+TEST(Usage, TheManPageRendersWithoutWarnings) {
+  TempDir dir;
+  ProcessResult page = sluice({"help", "--man"});
+  ASSERT_EQ(page.exit_code, 0);
+  const std::string path = dir.write("sluice.1", page.out);
+  ProcessResult check = runProcess({"/bin/sh", "-c", "groff -man -Tutf8 -ww -z " + path});
+  EXPECT_EQ(check.exit_code, 0);
+  EXPECT_EQ(check.err, "");
+  ProcessResult text = runProcess({"/bin/sh", "-c", "MANWIDTH=80 man -l " + path});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("sluice audit report FILE... -o OUT.html"));
+  EXPECT_THAT(text.out, HasSubstr("-c, --config FILE"));
+}
+
 }  // namespace
 }  // namespace sluice::testing

@@ -317,21 +317,28 @@ std::string manPage(std::string_view version) {
     out += ".PP\nExample:\n.PP\n.RS\n.nf\n" + roff(help.example) + "\n.fi\n.RE\n";
     out += ".PP\nExit status: " + roff(help.exit_status) + "\n";
   }
-  out += ".SH ENVIRONMENT\n"
-         ".TP\n.B SLUICE_WORKERS\nWorker threads, 1 to 256; default one per core.\n"
-         ".TP\n.B SLUICE_LOG\n" +
-         roff("trace, debug, info (the default), warn, err, critical or off. debug adds the "
-              "per-connection trace.") +
-         "\n.TP\n.BR XDG_STATE_HOME \", \" HOME\n" +
-         roff("Where a sandbox without ca keeps its CA.") +
-         "\n.SH FILES\n"
-         ".TP\n.I /etc/sluice/sluice.yaml\n" +
-         roff("The configuration of the packaged service (sluice.service).") +
-         "\n.TP\n.I /var/lib/sluice\n" + roff("The sandboxes' CAs, in the packaged service.") +
-         "\n.TP\n.I /var/log/sluice\n" + roff("Audit logs, in the packaged service.") +
-         "\n.SH SEE ALSO\n" +
-         roff("The reference is in /usr/share/doc/sluice: cli.md, configuration.md, "
-              "policy.md, wire.md, audit.md, threat-model.md.") +
+  out += ".SH ENVIRONMENT\n";
+  out += ".TP\n.B SLUICE_WORKERS\nWorker threads, 1 to 256; default one per core.\n";
+  out += ".TP\n.B SLUICE_LOG\n" +
+         roff(
+             "trace, debug, info (the default), warn, err, critical or off. debug adds the "
+             "per-connection trace.") +
+         "\n";
+  out += ".TP\n.BR XDG_STATE_HOME \", \" HOME\n" +
+         roff("Where a sandbox without ca keeps its CA.") + "\n";
+  // The paths of the Debian package (packaging/CMakeLists.txt).
+  out += ".SH FILES\n";
+  out += ".TP\n.I /etc/sluice/sluice.yaml\n" +
+         roff("The configuration of the packaged service (sluice.service).") + "\n";
+  out += ".TP\n.I /etc/sluice/sandboxes.d\n" +
+         roff("One file per sandbox (sandboxes_dir in the packaged configuration).") + "\n";
+  out += ".TP\n.I /var/lib/sluice\n" + roff("The sandboxes' CAs, in the packaged service.") + "\n";
+  out += ".TP\n.I /var/log/sluice\n" + roff("Audit logs, in the packaged service.") + "\n";
+  out += ".SH SEE ALSO\n" +
+         roff(
+             "The reference is in /usr/share/doc/sluice/docs: cli.md, configuration.md, "
+             "policy.md, wire.md, audit.md, metrics.md, threat-model.md (README.md is one "
+             "level up).") +
          "\n";
   return out;
 }

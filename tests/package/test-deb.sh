@@ -92,7 +92,9 @@ pass "sluice.service enabled"
 
 man -w sluice >/dev/null || fail "man -w sluice"
 MANWIDTH=80 man -P cat sluice 2>/dev/null | grep -q "sluice run" || fail "man sluice"
-[ -f /usr/share/doc/sluice/README.md ] || fail "no README in /usr/share/doc/sluice"
+for doc in README.md docs/cli.md docs/policy.md; do
+  [ -f "/usr/share/doc/sluice/$doc" ] || fail "no $doc in /usr/share/doc/sluice"
+done
 pass "man sluice; /usr/share/doc/sluice"
 
 # --- the shipped config, run as the unit runs it (user, umask, XDG_STATE_HOME), when its ports

@@ -138,7 +138,10 @@ void TunnelOpening::processClientHello() {
     // A record is written only if the connection is refused here: the tunnel is no request.
     exchange_.beginRecord(false);
     exchange_.record().proto = audit::Proto::None;  // a ClientHello: no HTTP yet
-    exchange_.record().url = "https://" + facts_.authority;
+    // No usable SNI, no H: the url is null (docs/audit.md), not "https://:443".
+    if (!facts_.host.empty()) {
+      exchange_.record().url = "https://" + facts_.authority;
+    }
     exchange_.record().scheme = policy::Scheme::Https;
     if (hello.info.sni_state == tls::SniState::Absent) {
       refuse(policy::Reason::SniMissing, kAlertUnrecognizedName, "no SNI");

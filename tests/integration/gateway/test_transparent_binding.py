@@ -112,7 +112,7 @@ def test_a_client_hello_without_sni_is_refused_with_an_alert(env):
     assert ex.responses == [] and ex.close_how in ("eof", "reset")
     rec = env.audit.one(m.audit)
     check_record(env, rec, "%s:443" % DOC4, "deny", "sni_missing", None, None, None,
-                 client=ex.client, upstream=None, proto=None, upstream_proto=None)
+                 client=ex.client, upstream=None, proto=None, upstream_proto=None, url=None)
     nothing_reached(env, m)
 
 
@@ -122,7 +122,7 @@ def test_https_to_the_gateway_address_sends_no_sni_and_is_refused(env):
     r = env.curl("https://%s/whoami.txt?m=%s" % (env.gw, m.marker), "-k")
     assert r.rc == 35 and r.http_code == 0, (r.rc, r.stderr)
     rec = env.audit.one(m.audit)
-    check_record(env, rec, "%s:443" % env.gw, "deny", "sni_missing", None, None, None)
+    check_record(env, rec, "%s:443" % env.gw, "deny", "sni_missing", None, None, None, url=None)
     nothing_reached(env, m)
 
 

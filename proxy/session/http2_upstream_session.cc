@@ -405,6 +405,17 @@ void Http2UpstreamSession::end(std::string_view why) {
   if (phase_ == Phase::Ended) {
     return;
   }
+  if (why.empty() && session_ != nullptr && depth_ == 0) {
+    // Ended by sluice (idle, retired, shutting down), not by a failure: GOAWAY with NO_ERROR
+    // first, so the origin can tell a goodbye from a lost connection (RFC 9113 §6.8: an
+    // endpoint SHOULD send it before closing). It goes out with the write it is queued by, ahead
+    // of the close. (A failure already queued GOAWAY with its code, or has no connection left.)
+    nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+    writeNow();
+    if (phase_ == Phase::Ended) {
+      return;  // the write failed, and ended it
+    }
+  }
   phase_ = Phase::Ended;
   std::string reason(why);  // (may point into the connection)
   // Every stream hears it once, corked on its own client; each lets the session go.

@@ -14,6 +14,10 @@ Each request is answered 200 `ok` once it is whole, and recorded as a dict:
             False: the stream was reset or the connection closed first
   reset     over h2, the RST_STREAM error code that ended it early, else None
 
+Each HTTP/2 connection, once it has ended, is in `h2_connections` as a dict:
+  paths     the request targets it carried, in order
+  goaway    the error code of the GOAWAY the client sent before closing, None if it sent none
+
     origin = TrailerOrigin(pki)        # listening
     origin.wait(m)                     # the records whose path has marker m, once one is there
     origin.stop()
@@ -35,6 +39,7 @@ class TrailerOrigin:
     def __init__(self, pki):
         leaf = pki.test_ca.issue("trailer-origin", NAME, dns=[NAME])
         self.records = []
+        self.h2_connections = []
         self._lock = threading.Lock()
         self._stopping = False
         self._listeners = []
@@ -98,6 +103,18 @@ class TrailerOrigin:
         with self._lock:
             return [r for r in self.records if m in r["path"]]
 
+    def connection_of(self, m, timeout=10):
+        """The ended HTTP/2 connection that carried the request with marker `m`; None if it
+        has not ended within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                found = [c for c in self.h2_connections if any(m in p for p in c["paths"])]
+            if found:
+                return found[0]
+            time.sleep(0.05)
+        return None
+
     def stop(self):
         self._stopping = True
         for sock in self._listeners:
@@ -111,6 +128,7 @@ class TrailerOrigin:
         h2conn.initiate_connection()
         conn.sendall(h2conn.data_to_send())
         open_streams = {}
+        connection = {"paths": [], "goaway": None}
         while True:
             try:
                 data = conn.recv(65536)
@@ -119,12 +137,18 @@ class TrailerOrigin:
             if not data:
                 break
             for event in h2conn.receive_data(data):
+                if isinstance(event, h2.events.ConnectionTerminated):
+                    connection["goaway"] = event.error_code
+                elif isinstance(event, h2.events.RequestReceived):
+                    connection["paths"].append(dict(event.headers).get(":path", ""))
                 self._on_h2(h2conn, event, open_streams)
             out = h2conn.data_to_send()
             if out:
                 conn.sendall(out)
         for record in open_streams.values():
             self._record(record)  # the connection ended under them
+        with self._lock:
+            self.h2_connections.append(connection)
 
     def _on_h2(self, h2conn, event, open_streams):
         if isinstance(event, h2.events.RequestReceived):

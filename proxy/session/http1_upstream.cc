@@ -4,6 +4,8 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -18,6 +20,24 @@ constexpr std::size_t kHeadReserve = 512;
 
 // Corked bytes for the upstream are written once they reach this.
 constexpr std::size_t kCorkedUpstreamLimit = 16 * 1024;
+
+// RFC 6455 §4.2.2: the Sec-WebSocket-Accept an origin that read `key` answers: the base64 of
+// the SHA-1 of the key and this GUID (28 characters).
+std::string websocketAccept(std::string_view key) {
+  static constexpr std::string_view kGuid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int digest_size = 0;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha1(), nullptr);
+  EVP_DigestUpdate(ctx, key.data(), key.size());
+  EVP_DigestUpdate(ctx, kGuid.data(), kGuid.size());
+  EVP_DigestFinal_ex(ctx, digest, &digest_size);
+  EVP_MD_CTX_free(ctx);
+  char encoded[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded), digest,
+                                static_cast<int>(digest_size));
+  return std::string(encoded, static_cast<std::size_t>(n));
+}
 
 }  // namespace
 
@@ -45,7 +65,8 @@ void Http1Upstream::sendHead(const http::RequestHead& head, std::string_view tar
   if (scratch_.capacity() < kHeadReserve) {
     scratch_.reserve(kHeadReserve);  // one allocation, not one per doubling, for a fresh buffer
   }
-  if (upgrade_ == http::Upgrade::WebSocket && !head.headers.find("sec-websocket-key")) {
+  const std::optional<std::string_view> client_key = head.headers.find("sec-websocket-key");
+  if (upgrade_ == http::Upgrade::WebSocket && !client_key) {
     // The HTTP/2 form (RFC 8441) carries no key: its HTTP/1.1 handshake gets one of sluice's
     // (RFC 6455 §4.1: 16 random bytes, base64), beside the rule's injected fields.
     unsigned char nonce[16];
@@ -55,8 +76,12 @@ void Http1Upstream::sendHead(const http::RequestHead& head, std::string_view tar
     std::vector<http::HeaderField> fields(inject.begin(), inject.end());
     fields.push_back({"Sec-WebSocket-Key", std::string_view(key, 24)});
     http::writeRequestHead(scratch_, head, target, host, fields, upgrade_);
+    expected_accept_ = websocketAccept(std::string_view(key, 24));
   } else {
     http::writeRequestHead(scratch_, head, target, host, inject, upgrade_);
+    if (upgrade_ == http::Upgrade::WebSocket) {
+      expected_accept_ = websocketAccept(*client_key);
+    }
   }
   send(scratch_);
   wipeIfSecret(scratch_);
@@ -269,6 +294,17 @@ void Http1Upstream::processPlaintext(std::span<const char> data) {
         break;
       case http::EventKind::HeadComplete:
         if (parser_.head().framing == http::ResponseFraming::Switched) {
+          // A 101 is a WebSocket only with the accept its key asks for (RFC 6455 §4.1: the
+          // client fails the connection otherwise). sluice is that client toward the origin
+          // for an HTTP/2 sandbox, whose stream carries no accept (docs/wire.md#websocket), and
+          // checks it for an HTTP/1.1 one too: no byte is relayed as a WebSocket that the
+          // origin did not agree to as one.
+          if (parser_.head().headers.find("sec-websocket-accept") !=
+              std::optional<std::string_view>(expected_accept_)) {
+            events_.onUpstreamFailed(policy::Reason::UpstreamConnect,
+                                     "the origin's 101 has no Sec-WebSocket-Accept for the key");
+            return;
+          }
           switched_ = true;
           events_.onResponseHead(parser_.head());
           if (more && connection_ && !host_.closing()) {

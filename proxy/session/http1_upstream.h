@@ -84,6 +84,7 @@ class Http1Upstream final : public UpstreamChannel,
   bool secret_ = false;  // the head carries an injected secret: wipe what it passed through
   http::Upgrade upgrade_ = http::Upgrade::None;  // asked of the origin with the head
   bool switched_ = false;  // the origin's 101 came: its bytes are relayed, never parsed
+  std::string expected_accept_;  // of a WebSocket upgrade: the Sec-WebSocket-Accept its key asks
   std::string out_;      // corked bytes for the upstream
   std::string scratch_;  // the head and chunk framing being written; reused
 };

@@ -161,6 +161,26 @@ def test_origin_that_refuses_the_upgrade_is_an_ordinary_answer(wsgw, origin):
     expect.record(rec, decision="allow", rule="ws-feed", status=404, upgrade="websocket")
 
 
+@pytest.mark.parametrize("feed", ["forged", "unkeyed"])
+def test_a_101_without_the_accept_for_the_key_is_not_a_websocket(wsgw, origin, feed):
+    """RFC 6455 §4.1: a 101 whose Sec-WebSocket-Accept is not the one the client's key asks
+    for (or that has none) is no WebSocket. sluice checks it before anything is relayed as one:
+    the client gets 502 upstream_connect, not the origin's 101, and the record says so."""
+    m, mark = marker(), wsgw.audit.mark()
+    path = "/feed/%s?m=%s" % (feed, m)
+
+    async def session():
+        with pytest.raises(websockets.InvalidStatusCode) as refused:
+            await open_ws(wsgw, origin, path)
+        return refused.value.status_code
+
+    assert run(session()) == 502
+    assert [p for p, _ in origin.handshakes if p == path] == [path]  # the origin was asked
+    rec = wsgw.audit.one(mark, lambda r: m in (r.get("url") or ""))
+    expect.record(rec, decision="deny", rule="ws-feed", status=502, reason="upstream_connect",
+                  upgrade="websocket")
+
+
 def test_request_pipelined_behind_the_upgrade_is_websocket_bytes(wsgw, origin, bed):
     """Edge case: an HTTP request for another tenant sent in the same write as an allowed
     upgrade. Once the origin switched, those bytes are the WebSocket's (relayed to ws.test, whose

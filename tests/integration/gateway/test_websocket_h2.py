@@ -31,7 +31,7 @@ from ws_origin import ADDRESS, NAME, WsOrigin
 
 ENABLE_CONNECT_PROTOCOL = 0x8  # RFC 8441 §3
 CANCEL = 0x8
-FEEDS = ["/feed/echo", "/feed/push", "/feed/close"]
+FEEDS = ["/feed/echo", "/feed/push", "/feed/close", "/feed/forged", "/feed/unkeyed"]
 
 
 @pytest.fixture(scope="module")
@@ -364,6 +364,25 @@ def test_origin_that_refuses_the_upgrade_is_an_ordinary_answer(wsgw, origin):
     assert [h.get("sec-websocket-version") for p, h in origin.handshakes if p == path] == ["8"]
     expect.record(rec, decision="allow", rule="ws-feed", status=400, upgrade="websocket",
                   proto="h2", method="GET", resp_bytes=len(s.body))
+
+
+@pytest.mark.parametrize("feed", ["forged", "unkeyed"])
+def test_a_101_without_the_accept_for_sluices_key_is_not_a_websocket(wsgw, origin, feed):
+    """An extended CONNECT carries no key (RFC 8441): sluice's HTTP/1.1 handshake with the
+    origin sends its own, and sluice, as that handshake's client, checks the origin's
+    Sec-WebSocket-Accept (RFC 6455 §4.1). A 101 with another accept, or none, is no WebSocket:
+    502 upstream_connect on the stream, never a 200 opening a session; the connection goes on."""
+    m, mark = marker(), wsgw.audit.mark()
+    path = "/feed/%s?m=%s" % (feed, m)
+    with open_h2(wsgw, origin) as t:
+        sid = t.extended_connect(path, headers=[("sec-websocket-version", "13")])
+        s = t.wait(sid)[0]
+        assert s.status == 502, s.describe()
+        still_open(t)
+        rec = wsgw.audit.one(mark, lambda r: r["client"] == t.client)
+    assert [p for p, _ in origin.handshakes if p == path] == [path]  # the origin was asked
+    expect.record(rec, decision="deny", rule="ws-feed", status=502, reason="upstream_connect",
+                  upgrade="websocket", proto="h2")
 
 
 def test_client_reset_cuts_the_session(wsgw, origin):

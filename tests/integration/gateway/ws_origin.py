@@ -6,6 +6,9 @@ read (path and request headers, before the handshake is checked) and serves thre
   /feed/echo      each text message comes back as "echo:<message>"
   /feed/push      sends "tick-0".."tick-<n-1>" spaced by `push_gap` seconds, then closes
   /feed/close     closes at once with code 4001
+  /feed/forged    answers 101 with the upgrade fields but a Sec-WebSocket-Accept for another
+                  key, then closes: an origin that did not read the handshake as a WebSocket's
+  /feed/unkeyed   the same without any Sec-WebSocket-Accept
 Anything else is refused with 404 before the upgrade. With `alpn` (a list) its TLS selects the
 first protocol of that list a client offers, e.g. h2 before http/1.1, like an origin that also
 speaks HTTP/2, and `alpns` keeps what each session's handshake selected. With `subprotocols`
@@ -21,6 +24,20 @@ import websockets
 
 ADDRESS = "127.0.0.23"
 NAME = "ws.test"
+
+
+class _ForgingProtocol(websockets.WebSocketServerProtocol):
+    """The library's server, whose 101 to /feed/forged carries the accept of RFC 6455's sample
+    key (which no client here sends) and to /feed/unkeyed none: everything else about the
+    handshake is right, so only the accept tells it from a WebSocket's."""
+
+    def write_http_response(self, status, headers, body=None):
+        if status == http.HTTPStatus.SWITCHING_PROTOCOLS and \
+                self.path.startswith(("/feed/forged", "/feed/unkeyed")):
+            del headers["Sec-WebSocket-Accept"]
+            if self.path.startswith("/feed/forged"):
+                headers["Sec-WebSocket-Accept"] = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+        super().write_http_response(status, headers, body)
 
 
 class WsOrigin:
@@ -51,13 +68,14 @@ class WsOrigin:
         asyncio.set_event_loop(self._loop)
         self._server = self._loop.run_until_complete(websockets.serve(
             self._handle, ADDRESS, 0, ssl=self._ctx, process_request=self._check,
-            subprotocols=self.subprotocols))
+            subprotocols=self.subprotocols, create_protocol=_ForgingProtocol))
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
         self._loop.run_forever()
 
     async def _check(self, path, headers):
-        if not path.startswith(("/feed/echo", "/feed/push", "/feed/close")):
+        if not path.startswith(("/feed/echo", "/feed/push", "/feed/close", "/feed/forged",
+                                "/feed/unkeyed")):
             return http.HTTPStatus.NOT_FOUND, [], b"no such feed\n"
         self.handshakes.append((path, {k.lower(): v for k, v in headers.raw_items()}))
         return None
@@ -75,6 +93,8 @@ class WsOrigin:
         if path.startswith("/feed/echo"):
             async for message in ws:
                 await ws.send("echo:" + message)
+        elif path.startswith(("/feed/forged", "/feed/unkeyed")):
+            await ws.close()  # (a client that checks the accept is gone already)
         elif path.startswith("/feed/push"):
             for i in range(self.push_count):
                 await ws.send("tick-%d" % i)

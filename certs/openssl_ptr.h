@@ -10,6 +10,8 @@
 #include <openssl/bn.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/pkcs12.h>
+#include <openssl/pkcs7.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
@@ -28,6 +30,11 @@ struct OpensslFree {
 
 // OPENSSL_free is a macro; this is its function.
 inline void freeOpensslBytes(unsigned char* p) noexcept { OPENSSL_free(p); }
+// A stack and what it holds (sk_*_pop_free are macros over the type).
+inline void freeSafebags(STACK_OF(PKCS12_SAFEBAG) * s) noexcept {
+  sk_PKCS12_SAFEBAG_pop_free(s, PKCS12_SAFEBAG_free);
+}
+inline void freePkcs7s(STACK_OF(PKCS7) * s) noexcept { sk_PKCS7_pop_free(s, PKCS7_free); }
 
 using Asn1BitStringPtr = std::unique_ptr<ASN1_BIT_STRING, OpensslFree<ASN1_BIT_STRING_free>>;
 using Asn1OctetStringPtr =
@@ -45,6 +52,9 @@ using ExtendedKeyUsagePtr =
 using GeneralNamePtr = std::unique_ptr<GENERAL_NAME, OpensslFree<GENERAL_NAME_free>>;
 using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, OpensslFree<GENERAL_NAMES_free>>;
 using OpensslBytesPtr = std::unique_ptr<unsigned char, OpensslFree<freeOpensslBytes>>;
+using Pkcs12Ptr = std::unique_ptr<PKCS12, OpensslFree<PKCS12_free>>;
+using Pkcs12SafebagsPtr = std::unique_ptr<STACK_OF(PKCS12_SAFEBAG), OpensslFree<freeSafebags>>;
+using Pkcs7sPtr = std::unique_ptr<STACK_OF(PKCS7), OpensslFree<freePkcs7s>>;
 using SslCtxPtr = std::unique_ptr<SSL_CTX, OpensslFree<SSL_CTX_free>>;
 using SslPtr = std::unique_ptr<SSL, OpensslFree<SSL_free>>;
 using SslSessionPtr = std::unique_ptr<SSL_SESSION, OpensslFree<SSL_SESSION_free>>;

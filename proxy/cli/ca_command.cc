@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "certs/ca.h"
+#include "certs/trust_store.h"
 #include "proxy/cli/cli.h"
 #include "proxy/cli/command_help.h"
 #include "proxy/cli/flags.h"
@@ -68,15 +69,25 @@ int caInitCommand(std::span<const std::string_view> args, Streams streams) {
     return kExitFailure;
   }
 
+  // Java reads a trust store, not a PEM file (certs/trust_store.h).
+  auto trust_store = certs::writeJavaTrustStore(dir.string(), ca.value().certificate());
+  if (!trust_store) {
+    std::fprintf(streams.err, "sluice ca init: %s\n", trust_store.error().c_str());
+    return kExitFailure;
+  }
+  const std::string store_path = (dir / certs::kTrustStoreFile).string();
+
   // The trust hint gets an absolute path: a relative one in SSL_CERT_FILE would depend on the
   // working directory of every tool in the sandbox.
   const std::string trusted = shownPath(cert_path);
   std::fprintf(streams.out,
-               "wrote %s and %s (EC P-256, key mode 0600)\n"
+               "wrote %s and %s (EC P-256, key mode 0600), and %s (the certificate as a Java "
+               "trust store, password changeit)\n"
                "trust it in the sandbox with SSL_CERT_FILE=%s (`sluice env` prints the other "
                "variables tools read)\n"
-               "keep %s on this host: mount or copy only ca.pem into the sandbox\n",
-               cert_path.c_str(), key_path.c_str(), trusted.c_str(), key_path.c_str());
+               "keep %s on this host: mount or copy only ca.pem (and ca.p12) into the sandbox\n",
+               cert_path.c_str(), key_path.c_str(), store_path.c_str(), trusted.c_str(),
+               key_path.c_str());
   return kExitOk;
 }
 

@@ -86,8 +86,9 @@ constexpr CommandHelp kCommands[] = {
      "and binds nothing.",
      kCheckFlags, "sluice check -c /etc/sluice/sluice.yaml",
      "0 the file is valid; 2 bad arguments or any config error."},
-    {"explain", "-c FILE --sandbox NAME --url URL [--method M] [--sni NAME] [--ip ADDR]... "
-                "[--resolve]",
+    {"explain",
+     "-c FILE --sandbox NAME --url URL [--method M] [--sni NAME] [--ip ADDR]... "
+     "[--resolve]",
      "the verdict for one hypothetical request",
      "The verdict sluice would give one request, as one JSON object on one line: decision, "
      "rule, reason, status, and each address checked with its class and why it would be "
@@ -97,24 +98,29 @@ constexpr CommandHelp kCommands[] = {
      "0 sluice would forward it (allow, or report in a report-mode sandbox); 1 it would deny "
      "it; 2 bad input (flags, config, unknown sandbox, a URL that is not absolute)."},
     {"ca init", "--dir DIR", "write a new sandbox CA",
-     "Writes DIR/ca.key (an EC P-256 key, mode 0600) and DIR/ca.pem (a self-signed CA "
-     "certificate, ten years) and prints the line a sandbox needs to trust it. It never "
-     "overwrites a file. Keep ca.key on the gateway; give the sandbox only ca.pem. run "
-     "creates a missing CA itself.",
+     "Writes DIR/ca.key (an EC P-256 key, mode 0600), DIR/ca.pem (a self-signed CA "
+     "certificate, ten years) and DIR/ca.p12 (the certificate as a Java trust store, password "
+     "changeit), and prints the line a sandbox needs to trust it. It never overwrites a CA. "
+     "Keep ca.key on the gateway; give the sandbox only ca.pem and ca.p12. run creates a "
+     "missing CA itself, and a missing or stale ca.p12.",
      kCaInitFlags, "sluice ca init --dir /var/lib/sluice/agent-1",
      "0 CA written; 1 a CA file already exists, or writing failed; 2 bad arguments."},
     {"env", "-c FILE --sandbox NAME", "the shell lines a sandbox needs",
      "Prints the export lines that point a sandbox's clients at sluice: the proxy variables "
      "in both spellings, NO_PROXY for loopback, and the CA certificate's absolute path in "
      "every variable a common client reads (SSL_CERT_FILE, REQUESTS_CA_BUNDLE, PIP_CERT, "
-     "NODE_EXTRA_CA_CERTS, npm_config_cafile, GIT_SSL_CAINFO, AWS_CA_BUNDLE, ...). A "
-     "transparent-only sandbox gets the CA lines alone.",
+     "NODE_EXTRA_CA_CERTS, npm_config_cafile, GIT_SSL_CAINFO, AWS_CA_BUNDLE, ...), and for "
+     "Java JAVA_TOOL_OPTIONS with the trust store ca.p12 and the proxy. A transparent-only "
+     "sandbox gets the CA lines alone.",
      kEnvFlags, "eval \"$(sluice env -c /etc/sluice/sluice.yaml --sandbox agent-1)\"",
      "0 lines printed; 2 bad arguments, config, unknown sandbox or a wildcard listen."},
-    {"audit verify", "FILE", "check an audit log's hash chain",
+    {"audit verify",
+     "FILE",
+     "check an audit log's hash chain",
      "Checks the hash chain of an audit log in one pass: \"ok N records\", or \"line N: why\" "
      "for the first edited, dropped, reordered or cut record (both on standard output).",
-     {}, "sluice audit verify /var/log/sluice/audit.jsonl",
+     {},
+     "sluice audit verify /var/log/sluice/audit.jsonl",
      "0 the chain is intact; 1 a record is edited, missing, moved or cut; 2 the file cannot "
      "be read, or bad arguments."},
     {"audit summary", "FILE... [--json] [--since WHEN] [--sandbox NAME]",
@@ -131,10 +137,14 @@ constexpr CommandHelp kCommands[] = {
      "denials, and the tables. Every number is also in a data- attribute.",
      kReportFlags, "sluice audit report /var/log/sluice/audit.jsonl -o report.html",
      "0; 2 bad arguments, or a file that cannot be read or written."},
-    {"version", "", "sluice's version and its libraries'",
+    {"version",
+     "",
+     "sluice's version and its libraries'",
      "Prints sluice's version and, on a second line, the versions of the libraries it runs "
      "on (OpenSSL, c-ares, libuv, llhttp, nghttp2, spdlog). sluice --version is the same.",
-     {}, "sluice version", "0; 2 an argument was given."},
+     {},
+     "sluice version",
+     "0; 2 an argument was given."},
     {"help", "[COMMAND] [--man]", "this overview, a command's help, or the manual page",
      "Without COMMAND, one line per command; with it, that command's help (as "
      "sluice COMMAND --help). --man prints the manual page sluice(1).",

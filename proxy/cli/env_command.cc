@@ -2,11 +2,13 @@
 // (docs/cli.md#sluice-env): the proxy variables (both spellings: curl reads only the lower-case
 // http_proxy, Go and Python read either), NO_PROXY for the sandbox's own loopback, and the sandbox
 // CA's path in every variable common clients read, so `eval "$(sluice env ...)"` is the whole
-// set-up. A transparent-only sandbox gets the CA lines alone: it needs no proxy.
+// set-up; and for Java, which reads none of them, JAVA_TOOL_OPTIONS with a PKCS#12 trust store
+// and the proxy. A transparent-only sandbox gets the CA lines alone: it needs no proxy.
 
 #include <cstdio>
 #include <string>
 
+#include "certs/trust_store.h"
 #include "proxy/cli/cli.h"
 #include "proxy/cli/command_help.h"
 #include "proxy/cli/flags.h"
@@ -38,6 +40,8 @@ constexpr std::string_view kCaVariables[] = {"SSL_CERT_FILE",
 
 // The sandbox's own loopback is not egress: local services in it are reached directly.
 constexpr std::string_view kNoProxy = "localhost,127.0.0.1,::1";
+// The same hosts in Java's syntax (http.nonProxyHosts, which https follows too).
+constexpr std::string_view kJavaNonProxyHosts = "localhost|127.0.0.1|[::1]";
 
 // `value` as one shell word: single quotes, each ' written as '\''.
 std::string shellQuote(std::string_view value) {
@@ -57,6 +61,37 @@ void exportLine(std::FILE* out, std::string_view name, std::string_view value) {
   std::string quoted = shellQuote(value);
   std::fprintf(out, "export %.*s=%s\n", static_cast<int>(name.size()), name.data(),
                quoted.c_str());
+}
+
+// Java reads none of the variables above: its trust store and its proxy are system properties,
+// which JAVA_TOOL_OPTIONS hands every JVM started in the sandbox (Maven, Gradle, java itself).
+// The trust store is ca.p12 beside ca.pem (certs/trust_store.h). The line appends to whatever
+// JAVA_TOOL_OPTIONS the shell had (a later -D wins), so a sandbox's own options survive. The
+// JVM splits the variable at white space and takes no quotes, so a path with white space cannot
+// be carried: a comment then says so.
+void javaLines(std::FILE* out, const policy::Sandbox& sandbox, const std::string& trust_store) {
+  if (trust_store.find_first_of(" \t\n\r\f\v'\"") != std::string::npos) {
+    std::fprintf(out,
+                 "# JAVA_TOOL_OPTIONS: not set: the trust store's path %s has white space or a "
+                 "quote, which the JVM cannot read from it\n",
+                 trust_store.c_str());
+    return;
+  }
+  std::string options =
+      "-Djavax.net.ssl.trustStore=" + trust_store +
+      " -Djavax.net.ssl.trustStorePassword=" + std::string(certs::kTrustStorePassword) +
+      " -Djavax.net.ssl.trustStoreType=PKCS12";
+  if (sandbox.listen) {
+    const std::string host = sandbox.listen->ip.toString();
+    const std::string port = std::to_string(sandbox.listen->port);
+    for (std::string_view scheme : {"https", "http"}) {
+      options += " -D" + std::string(scheme) + ".proxyHost=" + host + " -D" + std::string(scheme) +
+                 ".proxyPort=" + port;
+    }
+    options += " -Dhttp.nonProxyHosts=" + std::string(kJavaNonProxyHosts);
+  }
+  std::fprintf(out, "export JAVA_TOOL_OPTIONS=\"${JAVA_TOOL_OPTIONS:+$JAVA_TOOL_OPTIONS }\"%s\n",
+               shellQuote(options).c_str());
 }
 
 int badInput(Streams streams, const std::string& problem) {
@@ -117,6 +152,8 @@ int envCommand(std::span<const std::string_view> args, Streams streams) {
   for (std::string_view variable : kCaVariables) {
     exportLine(streams.out, variable, ca_file);
   }
+  javaLines(streams.out, *sandbox,
+            shownPath(sandbox->ca_dir + "/" + std::string(certs::kTrustStoreFile)));
   return kExitOk;
 }
 

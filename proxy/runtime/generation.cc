@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "certs/trust_store.h"
 #include "proxy/tls/tls_context.h"
 
 namespace sluice::proxy {
@@ -60,6 +61,17 @@ Result<std::shared_ptr<SandboxRuntime>, std::string> runtimeFor(
       notices->push_back("sandbox '" + sandbox.name + "': CA files in " + sandbox.ca_dir +
                          " replaced: loaded anew; connections made under the old CA drain");
     }
+  }
+  // Java's copy of the CA (certs/trust_store.h), written when missing or stale: a CA directory
+  // from before sluice wrote one gets it too. Not fatal: the PEM is what every other client
+  // reads, and the notice says what Java will not find.
+  if (auto store = certs::writeJavaTrustStore(sandbox.ca_dir, ca.value().certificate()); !store) {
+    if (notices != nullptr) {
+      notices->push_back("sandbox '" + sandbox.name + "': no Java trust store: " + store.error());
+    }
+  } else if (store.value() && !created && notices != nullptr) {
+    notices->push_back("sandbox '" + sandbox.name + "': wrote " + sandbox.ca_dir + "/" +
+                       std::string(certs::kTrustStoreFile) + " (the CA as a Java trust store)");
   }
   runtime->ca = std::make_unique<certs::CertificateAuthority>(std::move(ca).value());
   runtime->leaves = std::make_unique<certs::LeafCache>(*runtime->ca);

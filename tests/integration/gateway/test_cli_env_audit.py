@@ -8,6 +8,7 @@
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -109,6 +110,58 @@ def test_a_shell_that_evaluates_env_can_npm_view(gw, npm_registry, scratch):
     assert "certificate" in (control.stdout + control.stderr).lower(), control.stderr
     r = npm_view(gw, npm_registry, scratch)
     assert (r.returncode, r.stdout.strip()) == (0, "1.0.0"), r.stdout + r.stderr
+
+
+# Fetches its argument with the JDK's own HTTPS client and prints the status and the body: no
+# option of its own, so the trust store and the proxy are whatever JAVA_TOOL_OPTIONS says.
+FETCH_JAVA = """
+import java.io.InputStream;
+import java.net.URL;
+import javax.net.ssl.HttpsURLConnection;
+
+public class Fetch {
+    public static void main(String[] args) throws Exception {
+        HttpsURLConnection c = (HttpsURLConnection) new URL(args[0]).openConnection();
+        c.setConnectTimeout(30000);
+        c.setReadTimeout(30000);
+        int status = c.getResponseCode();
+        try (InputStream in = c.getInputStream()) {
+            System.out.print(status + " " + new String(in.readAllBytes(), "UTF-8"));
+        }
+    }
+}
+"""
+
+
+def java_fetch(gw, url, scratch, before=""):
+    source = os.path.join(scratch, "Fetch.java")
+    with open(source, "w") as f:
+        f.write(FETCH_JAVA)
+    return in_fresh_shell(gw, "%s java %s %s" % (before, source, url), scratch)
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="no java (scripts/install-deps --test "
+                    "installs openjdk-17-jre-headless)")
+def test_a_shell_that_evaluates_env_can_fetch_with_java(gw, scratch):
+    """Java reads no CA variable and no HTTPS_PROXY: sluice env's JAVA_TOOL_OPTIONS gives it the
+    PKCS#12 trust store sluice wrote beside ca.pem (keytool lists the CA as a trustedCertEntry)
+    and the proxy. The control keeps the proxy options and drops the trust store's: Java then
+    refuses sluice's certificate (PKIX)."""
+    store = os.path.join(os.path.dirname(gw.sluice.ca_pem), "ca.p12")
+    listed = subprocess.run(["keytool", "-list", "-keystore", store, "-storepass", "changeit",
+                             "-storetype", "PKCS12"], capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and "trustedCertEntry" in listed.stdout, listed.stdout
+    m = marker()
+    url = gw.url("allowed.test", "/whoami.txt?m=" + m)
+    control = java_fetch(gw, url, scratch, before='JAVA_TOOL_OPTIONS=$(echo "$JAVA_TOOL_OPTIONS"'
+                         " | sed 's/-Djavax[^ ]*//g');")
+    assert control.returncode != 0, control.stdout
+    assert "PKIX" in control.stderr, control.stderr
+    mark = gw.audit.mark()
+    r = java_fetch(gw, url, scratch)
+    assert (r.returncode, r.stdout) == (0, "200 allowed.test\n"), r.stdout + r.stderr
+    rec = gw.audit.one(mark, lambda rec: m in (rec.get("url") or ""))
+    assert (rec["decision"], rec["status"]) == ("allow", 200), rec
 
 
 # --- audit verify ---------------------------------------------------------------------------

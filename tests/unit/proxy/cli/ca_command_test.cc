@@ -1,5 +1,7 @@
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -12,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "certs/ca.h"
+#include "certs/trust_store.h"
 #include "proxy/cli/cli.h"
 #include "tests/support/temp_dir.h"
 
@@ -74,7 +77,9 @@ TEST(CaInitCommand, WritesCaAndPrintsTrustHint) {
   ASSERT_EQ(result.code, kExitOk) << result.err;
   EXPECT_THAT(result.err, IsEmpty());
   EXPECT_THAT(result.out, StartsWith("wrote " + dir + "/ca.pem and " + dir +
-                                     "/ca.key (EC P-256, key mode 0600)\n"));
+                                     "/ca.key (EC P-256, key mode 0600), and " + dir +
+                                     "/ca.p12 (the certificate as a Java trust store, password "
+                                     "changeit)\n"));
   EXPECT_THAT(result.out, HasSubstr("SSL_CERT_FILE=" + dir + "/ca.pem"));
 
   struct stat st {};
@@ -85,6 +90,11 @@ TEST(CaInitCommand, WritesCaAndPrintsTrustHint) {
   char subject[256];
   X509_NAME_oneline(X509_get_subject_name(ca->certificate()), subject, sizeof subject);
   EXPECT_STREQ(subject, "/O=sluice/CN=sluice sandbox CA");
+
+  // Java's copy of the same certificate (certs/trust_store.h).
+  std::ifstream p12(dir + "/ca.p12", std::ios::binary);
+  const std::string der((std::istreambuf_iterator<char>(p12)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(certs::trustStoreHolds(der, ca->certificate()));
 }
 
 TEST(CaInitCommand, AcceptsDirWithEqualsSign) {

@@ -43,7 +43,7 @@ struct Rule {
   bool allowsScheme(Scheme s) const { return (schemes & static_cast<std::uint8_t>(s)) != 0; }
   bool allowsPort(Scheme s, std::uint16_t port) const;
   bool allowsMethod(std::string_view method) const;
-  // `target` must be a Plain request target (checkRequestTarget).
+  // `target` must be valid, with no ambiguity but an encoded '/' (examineRequestTarget).
   bool allowsPath(std::string_view target) const;
 };
 

@@ -242,8 +242,8 @@ void readRuleLimits(YamlWalker& walker, const MapReader& map, Rule& rule) {
     auto path = readString(walker, v);
     if (path && !isValidPathPrefix(*path)) {
       walker.error(v.mark, quoteForMessage(*path) +
-                               ": path prefixes start with '/' and contain no '?', '#', '%', "
-                               "dot segments or empty segments");
+                               ": path prefixes start with '/' and contain no '?', '#', "
+                               "escape but %2f, dot segments or empty segments");
       path.reset();
     }
     return path;

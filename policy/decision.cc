@@ -72,9 +72,11 @@ Reason matchRule(const Rule& rule, const RequestFacts& facts, const TargetCheck&
     return Reason::NotAllowedMethod;
   }
   // A path with any kind of ambiguity matches no prefix: the rule cannot know which path the
-  // origin will read. A rule without paths has nothing to escape from.
+  // origin will read. The one exception is an encoded '/' where a prefix spells it out (npm's
+  // "/@scope%2f", docs/policy.md#paths), which pathHasPrefix checks. A rule without paths has
+  // nothing to escape from.
   if (!rule.paths.empty() &&
-      (target.ambiguities != 0 || !rule.allowsPath(facts.request->target))) {
+      ((target.ambiguities & ~kEncodedSlash) != 0 || !rule.allowsPath(facts.request->target))) {
     return Reason::NotAllowedPath;
   }
   if (facts.request->websocket && !rule.websocket) {

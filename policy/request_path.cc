@@ -167,11 +167,13 @@ TargetCheck examineRequestTarget(std::string_view target) {
     if (second.feed(ch)) {
       ambiguities |= kDoubleEncoded;
     }
-    const int c = ch.c;
-    if (c == '/') {
+    // An encoded '/' ends a segment too: a server that decodes it before routing reads one
+    // there, so "/a/..%2fb" has a dot segment and "/a/%2fb" an empty one for it.
+    if (ch.decoded == '/') {
       endSegment(false);
       continue;
     }
+    const int c = ch.c;
     ++length;
     if (c == ';') {
       in_params = true;
@@ -192,34 +194,55 @@ PathShape checkRequestTarget(std::string_view target) {
 bool pathHasPrefix(std::string_view target, std::string_view prefix) {
   std::string_view path = pathPart(target);
   PathReader reader{path, 0};
-  for (char expected : prefix) {
+  bool ends_with_separator = false;
+  for (std::size_t j = 0; j < prefix.size();) {
     if (reader.done()) {
       return false;
     }
-    int c = reader.next();
-    if (c != static_cast<unsigned char>(expected)) {
+    const PathReader::Char ch = reader.read();
+    if (prefix[j] == '%') {  // "%2f" or "%2F" (isValidPathPrefix): an encoded '/' only
+      if (!ch.escaped || ch.decoded != '/') {
+        return false;
+      }
+      j += 3;
+      ends_with_separator = true;
+      continue;
+    }
+    if (ch.c != static_cast<unsigned char>(prefix[j])) {
+      return false;
+    }
+    ends_with_separator = prefix[j] == '/';
+    ++j;
+  }
+  if (!ends_with_separator && !reader.done() && reader.next() != '/') {
+    return false;  // "/simple" is no prefix of "/simplex"
+  }
+  // An encoded '/' the prefix did not spell out is an ambiguity it does not accept.
+  while (!reader.done()) {
+    const PathReader::Char ch = reader.read();
+    if (ch.escaped && ch.decoded == '/') {
       return false;
     }
   }
-  if (!prefix.empty() && prefix.back() == '/') {
-    return true;
-  }
-  if (reader.done()) {
-    return true;
-  }
-  return reader.next() == '/';
+  return true;
 }
 
 bool isValidPathPrefix(std::string_view prefix) {
   if (prefix.empty() || prefix.front() != '/') {
     return false;
   }
-  for (char c : prefix) {
-    if (c == '?' || c == '#' || c == '%') {
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    const char c = prefix[i];
+    if (c == '?' || c == '#') {
+      return false;
+    }
+    // The one escape a prefix may hold is an encoded '/', in either case.
+    if (c == '%' && (prefix.substr(i, 3) != "%2f" && prefix.substr(i, 3) != "%2F")) {
       return false;
     }
   }
-  return checkRequestTarget(prefix) == PathShape::Plain;
+  const TargetCheck check = examineRequestTarget(prefix);
+  return check.shape != PathShape::Invalid && (check.ambiguities & ~kEncodedSlash) == 0;
 }
 
 }  // namespace sluice::policy

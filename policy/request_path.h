@@ -4,7 +4,8 @@
 // "/simple/../admin", "/simple/%2e%2e/admin", "/simple/..%2fadmin", "/simple/..;/admin",
 // "/simple//x" and "/simple/%252e%252e/admin" are refused by a rule that lists paths, since one
 // server removes the dot segment, another decodes %2F first, a third merges slashes or drops
-// ";params", a fourth decodes twice.
+// ";params", a fourth decodes twice. The one ambiguity a prefix can accept is an encoded '/'
+// it spells out itself ("/@myorg%2f", for npm's scoped packages: docs/policy.md#paths).
 
 #include <cstdint>
 #include <string_view>
@@ -19,11 +20,12 @@ enum class PathShape : std::uint8_t {
 };
 
 // The ways a valid path can read otherwise at the origin, one bit each, so that a matcher can
-// tell them apart (a rule may one day accept an encoded '/', as npm's "/@scope%2fname" needs,
-// and still refuse the rest).
+// tell them apart: a prefix may accept an encoded '/' where it spells one out, as npm's
+// "/@scope%2fname" needs, and every other kind still matches nothing.
 enum PathAmbiguity : std::uint8_t {
-  kDotSegment = 1 << 0,        // ".", "..", escaped or not, also with ";params" ("..;")
-  kEmptySegment = 1 << 1,      // "//": some servers merge slashes, some do not
+  kDotSegment = 1 << 0,        // ".", "..", escaped or not, also with ";params" ("..;"), also
+                               // between encoded slashes ("..%2f")
+  kEmptySegment = 1 << 1,      // "//" or "/%2f": some servers merge slashes, some do not
   kEncodedSlash = 1 << 2,      // %2F: a separator to a server that decodes before routing
   kEncodedBackslash = 1 << 3,  // %5C: a separator on Windows servers
   kEncodedNul = 1 << 4,        // %00: ends the path for C code
@@ -53,10 +55,14 @@ PathShape checkRequestTarget(std::string_view target);
 // Prefix semantics are segment-wise: "/simple/" matches "/simple/" and "/simple/x";
 // "/simple" matches "/simple", "/simple/" and "/simple/x" but not "/simplex". Escapes of
 // unreserved characters in the target are decoded before comparing ("/%73imple/" is
-// "/simple/"). Only call with a Plain target; the query is ignored.
+// "/simple/"). A "%2f" in the prefix (either case) matches an encoded '/' and nothing else,
+// and the target may hold no encoded '/' the prefix does not spell out: "/@myorg%2f" matches
+// "/@myorg%2fpkg" but not "/@myorg/pkg" nor "/@myorg%2fpkg%2fx". Only call with a valid target
+// whose only ambiguity, if any, is kEncodedSlash; the query is ignored.
 bool pathHasPrefix(std::string_view target, std::string_view prefix);
 
-// A prefix as written in a policy: starts with '/', Plain, no query, no escapes.
+// A prefix as written in a policy: starts with '/', no query, no escape but "%2f" (either
+// case), and no ambiguity but those encoded slashes (no dot or empty segment, read either way).
 bool isValidPathPrefix(std::string_view prefix);
 
 }  // namespace sluice::policy

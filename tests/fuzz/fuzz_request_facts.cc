@@ -89,6 +89,11 @@ void checkAuthority(std::string_view raw) {
 }
 
 void checkTarget(std::string_view target) {
+  // An encoded '/' matches only a "%2f" a prefix spells out (docs/policy.md#paths).
+  const TargetCheck examined = examineRequestTarget(target);
+  if (examined.ambiguities == kEncodedSlash) {
+    check(!pathHasPrefix(target, "/"));
+  }
   PathShape shape = checkRequestTarget(target);
   if (shape == PathShape::Plain && target != "*") {
     check(target.front() == '/');

@@ -109,6 +109,12 @@ def _server(d, names, listens, cert, root, role, extra=""):
                  "        access_log %s/claims.log claims;\n"
                  "        return 200 \"claims\\n\";\n"
                  "    }" % d)
+    # A static npm registry under /npm/ (test_npm_scope.py). nginx decodes "%2f" before it maps
+    # a URI to a file, so the packument "/npm/@s%2fpkg" and the tarball "/npm/@s/pkg/-/x.tgz"
+    # share the directory npm/@s/pkg: the packument is its index.json.
+    lines.append("    location /npm/ {\n"
+                 "        try_files $uri $uri/index.json =404;\n"
+                 "    }")
     lines.append("    location = /chunked.html {\n"
                  "        sub_filter 'SLUICE-MARK' 'replaced-by-nginx';\n"
                  "        sub_filter_once off;\n"

@@ -544,7 +544,7 @@ policies:
       - hosts: [example.com]
         schemes: [https, HTTP, ftp, https]
         methods: [GET, get, "GE T"]
-        paths: [/simple/, simple, /a/../b, /a//b, "/a?b", /a%2f, /.]
+        paths: [/simple/, simple, /a/../b, /a//b, "/a?b", /a%41, /.]
 )",
        {"test.yaml:10:26: policies.p.rules[0].schemes[1]: 'HTTP' is not a scheme: write https "
         "or http",
@@ -555,17 +555,17 @@ policies:
         "write GET",
         "test.yaml:11:29: policies.p.rules[0].methods[2]: 'GE T' is not an HTTP method",
         "test.yaml:12:27: policies.p.rules[0].paths[1]: 'simple': path prefixes start with '/' "
-        "and contain no '?', '#', '%', dot segments or empty segments",
+        "and contain no '?', '#', escape but %2f, dot segments or empty segments",
         "test.yaml:12:35: policies.p.rules[0].paths[2]: '/a/../b': path prefixes start with '/' "
-        "and contain no '?', '#', '%', dot segments or empty segments",
+        "and contain no '?', '#', escape but %2f, dot segments or empty segments",
         "test.yaml:12:44: policies.p.rules[0].paths[3]: '/a//b': path prefixes start with '/' "
-        "and contain no '?', '#', '%', dot segments or empty segments",
+        "and contain no '?', '#', escape but %2f, dot segments or empty segments",
         "test.yaml:12:51: policies.p.rules[0].paths[4]: '/a?b': path prefixes start with '/' "
-        "and contain no '?', '#', '%', dot segments or empty segments",
-        "test.yaml:12:59: policies.p.rules[0].paths[5]: '/a%2f': path prefixes start with '/' "
-        "and contain no '?', '#', '%', dot segments or empty segments",
+        "and contain no '?', '#', escape but %2f, dot segments or empty segments",
+        "test.yaml:12:59: policies.p.rules[0].paths[5]: '/a%41': path prefixes start with '/' "
+        "and contain no '?', '#', escape but %2f, dot segments or empty segments",
         "test.yaml:12:66: policies.p.rules[0].paths[6]: '/.': path prefixes start with '/' and "
-        "contain no '?', '#', '%', dot segments or empty segments"}},
+        "contain no '?', '#', escape but %2f, dot segments or empty segments"}},
       {"ips",
        R"(version: 1
 sandboxes:

@@ -49,6 +49,10 @@ policies:
         hosts: [pypi.test]
         methods: [GET, HEAD]
         paths: [/simple/, /packages]
+      - name: npm-myorg
+        hosts: [npm.test]
+        methods: [GET, HEAD]
+        paths: ["/@myorg%2f", "/@myorg/"]
       - name: literal
         hosts: ["93.184.216.34", "[2606:2800:220:1::]"]
         schemes: [http]

@@ -80,6 +80,35 @@ const Case kMethodsPaths[] = {
     PYPI("PypiEscapeOutOfPrefix", "/simple/%2e%2e/admin", kDeny, Reason::NotAllowedPath),
     PYPI("PypiUnrestrictedDotsElsewhere", "/other/../simple/", kDeny, Reason::NotAllowedPath),
 #undef PYPI
+// npm's scoped packages (docs/policy.md#paths): the packument is "/@scope%2fname", the tarball
+// "/@scope/name/-/name-1.0.0.tgz". The rule spells the encoded '/' out; nothing else may hold
+// one, and every other ambiguity is refused, with %2f read as '/' too.
+#define NPM(id, t, verdict_, reason_)                                                            \
+  {                                                                                              \
+    .name = id, .host = "npm.test", .sni = kSame, .request = true, .target = t,                  \
+    .verdict = verdict_, .reason = reason_, .rule = (verdict_ == kAllow ? "npm-myorg" : nullptr) \
+  }
+    NPM("NpmPackument", "/@myorg%2fpkg", kAllow, Reason::None),
+    NPM("NpmPackumentUpperEscape", "/@myorg%2Fpkg", kAllow, Reason::None),
+    NPM("NpmPackumentQuery", "/@myorg%2fpkg?write=true", kAllow, Reason::None),
+    NPM("NpmTarball", "/@myorg/pkg/-/pkg-1.0.0.tgz", kAllow, Reason::None),
+    NPM("NpmOtherScopePackument", "/@other%2fpkg", kDeny, Reason::NotAllowedPath),
+    NPM("NpmOtherScopeTarball", "/@other/pkg/-/pkg-1.0.0.tgz", kDeny, Reason::NotAllowedPath),
+    NPM("NpmScopeGlued", "/@myorgx%2fpkg", kDeny, Reason::NotAllowedPath),
+    NPM("NpmUnscoped", "/lodash", kDeny, Reason::NotAllowedPath),
+    NPM("NpmEncodedSlashPastPrefix", "/@myorg%2fpkg%2f..%2f..%2fadmin", kDeny,
+        Reason::NotAllowedPath),
+    NPM("NpmEncodedSlashInTarballPath", "/@myorg/pkg%2f..%2f..%2fadmin", kDeny,
+        Reason::NotAllowedPath),
+    NPM("NpmDotSegmentAfterEncodedSlash", "/@myorg%2f..%2fadmin", kDeny, Reason::NotAllowedPath),
+    NPM("NpmEncodedDotsAfterEncodedSlash", "/@myorg%2f%2e%2e", kDeny, Reason::NotAllowedPath),
+    NPM("NpmEmptySegmentAfterEncodedSlash", "/@myorg%2f%2fadmin", kDeny, Reason::NotAllowedPath),
+    NPM("NpmDotSegmentInTarballPath", "/@myorg/../admin", kDeny, Reason::NotAllowedPath),
+    NPM("NpmDoubleEncodedSlash", "/@myorg%252fpkg", kDeny, Reason::NotAllowedPath),
+    NPM("NpmDoubleEncodedAfterSlash", "/@myorg%2f%252e%252e", kDeny, Reason::NotAllowedPath),
+    NPM("NpmEncodedBackslash", "/@myorg%5cpkg", kDeny, Reason::NotAllowedPath),
+    NPM("NpmEncodedNul", "/@myorg%2fpkg%00", kDeny, Reason::NotAllowedPath),
+#undef NPM
     // A rule without `paths` forwards any valid target, ambiguous or not: nothing to escape.
     {.name = "NoPathRuleAllowsDotDot",
      .host = "a.wild.test",

@@ -119,7 +119,14 @@ TEST(ExamineRequestTarget, AmbiguityKinds) {
       {"/a/%25%32%66", kDoubleEncoded},
       {"/a/%2e%2e/%252f", kDotSegment | kDoubleEncoded},
       {"/a/../%2f%2500//", kDotSegment | kEncodedSlash | kDoubleEncoded | kEmptySegment},
-      {"/a/..%2f%2500", kEncodedSlash | kDoubleEncoded},  // "..%2f..." is no dot segment
+      // An encoded '/' ends a segment for a server that decodes it before routing.
+      {"/a/..%2f%2500", kDotSegment | kEncodedSlash | kDoubleEncoded},
+      {"/@s%2f..%2fx", kDotSegment | kEncodedSlash},
+      {"/@s%2F%2e", kDotSegment | kEncodedSlash},
+      {"/a/%2fb", kEmptySegment | kEncodedSlash},
+      {"/a%2f%2fb", kEmptySegment | kEncodedSlash},
+      {"/a%2f", kEncodedSlash},
+      {"/a..%2fb", kEncodedSlash},
   };
   for (const Row& row : rows) {
     const TargetCheck check = examineRequestTarget(row.target);
@@ -158,6 +165,25 @@ TEST(PathHasPrefix, SegmentWise) {
       {"*", "/", false},
       {"/a/b/c", "/a/b", true},
       {"/a/bc", "/a/b", false},
+      // An encoded '/' matches only a "%2f" the prefix spells out, and only there.
+      {"/@myorg%2fpkg", "/@myorg%2f", true},
+      {"/@myorg%2Fpkg", "/@myorg%2f", true},
+      {"/@myorg%2fpkg", "/@myorg%2F", true},
+      {"/@myorg%2f", "/@myorg%2f", true},
+      {"/@myorg/pkg", "/@myorg%2f", false},
+      {"/@myorg%2fpkg", "/@myorg/", false},
+      {"/@myorg%2fpkg", "/", false},
+      {"/@myorg%2fpkg%2fx", "/@myorg%2f", false},
+      {"/@myorg%2fpkg/x%2f", "/@myorg%2f", false},
+      {"/@myorg%2fpkg", "/@myorg%2fpkg", true},
+      {"/@myorg%2fpkg/-/x.tgz", "/@myorg%2fpkg", true},
+      {"/@myorg%2fpkgx", "/@myorg%2fpkg", false},
+      {"/@myorg%2fpkg%2fx", "/@myorg%2fpkg", false},
+      {"/@myorg%2fpkg?a=%2f", "/@myorg%2f", true},
+      {"/npm/@myorg%2fpkg", "/npm/@myorg%2f", true},
+      {"/npm%2f@myorg%2fpkg", "/npm/@myorg%2f", false},
+      {"/@my%6frg%2fpkg", "/@myorg%2f", true},
+      {"/@myorg%252fpkg", "/@myorg%2f", false},
   };
   for (const Row& row : rows) {
     EXPECT_EQ(pathHasPrefix(row.target, row.prefix), row.matches)
@@ -166,11 +192,14 @@ TEST(PathHasPrefix, SegmentWise) {
 }
 
 TEST(IsValidPathPrefix, PolicyPrefixes) {
-  for (std::string_view ok : {"/", "/simple/", "/simple", "/v1/messages", "/a;b", "/~u/"}) {
+  for (std::string_view ok : {"/", "/simple/", "/simple", "/v1/messages", "/a;b", "/~u/",
+                              "/@myorg%2f", "/npm/@myorg%2F", "/a%2fb", "/a%2fb/c%2f"}) {
     EXPECT_TRUE(isValidPathPrefix(ok)) << ok;
   }
-  for (std::string_view bad : {"", "simple/", "/a/../b", "/a//b", "/a?b", "/a#b", "/%41",
-                               "/a b", "*", "/./", "/.."}) {
+  for (std::string_view bad :
+       {"",     "simple/", "/a/../b", "/a//b", "/a?b",     "/a#b",       "/%41",
+        "/a b", "*",       "/./",     "/..",   "/a%2f%2f", "/a%2f..%2f", "/a%2f.",
+        "/%2e", "/a%2g",   "/a%2",    "/a%5c", "/a%252f",  "/%2f"}) {
     EXPECT_FALSE(isValidPathPrefix(bad)) << bad;
   }
 }

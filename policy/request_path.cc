@@ -220,8 +220,8 @@ bool pathHasPrefix(std::string_view target, std::string_view prefix) {
   // An encoded '/' the prefix did not spell out is an ambiguity it does not accept.
   while (!reader.done()) {
     const PathReader::Char ch = reader.read();
-    if (ch.escaped && ch.decoded == '/') {
-      return false;
+    if (ch.c < 0 || (ch.escaped && ch.decoded == '/')) {
+      return false;  // a malformed escape does not advance the reader: stop on it too
     }
   }
   return true;

@@ -184,6 +184,9 @@ TEST(PathHasPrefix, SegmentWise) {
       {"/npm%2f@myorg%2fpkg", "/npm/@myorg%2f", false},
       {"/@my%6frg%2fpkg", "/@myorg%2f", true},
       {"/@myorg%252fpkg", "/@myorg%2f", false},
+      // Not valid targets (decide() refuses them first), but the matcher still ends on them.
+      {"/@myorg%2fpkg%zz", "/@myorg%2f", false},
+      {"/a/%2", "/a/", false},
   };
   for (const Row& row : rows) {
     EXPECT_EQ(pathHasPrefix(row.target, row.prefix), row.matches)

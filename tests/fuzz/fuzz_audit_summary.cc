@@ -11,7 +11,7 @@
 //   - the first line read as --since WHEN: when it is a time, its canonical form is one too,
 //     and the same (sinceTimestamp is idempotent, so the filter compares like with like).
 //
-// Parser files: base/json_reader.cc, proxy/audit/audit_summary.cc
+// Parser files: base/json_reader.cc proxy/audit/audit_summary.cc
 
 #include <chrono>
 #include <cstddef>

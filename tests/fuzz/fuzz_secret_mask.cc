@@ -1,6 +1,8 @@
 // libFuzzer target for the response masking: an upstream chooses every byte of a response, and
 // how TCP cuts it into reads. The input is: one byte L, then L bytes of secret (at most 48),
 // then one byte S seeding the cuts, then the response.
+// Parser files: proxy/session/secret_mask.cc proxy/secrets/secret_patterns.cc
+//   proxy/secrets/secret_forms.cc
 // Invariants, each a trap on violation:
 //   - the output is as long as the response, and each byte is the response's or '*';
 //   - cutting the response into pieces (of sizes drawn from S) gives the same output as one

@@ -217,6 +217,91 @@ def http2_frames():
         write("fuzz_http2_frames", n, data)
 
 
+# --- fuzz_http2_session: a sandbox's frames after the connection preface, inside a tunnel to
+# origin.test whose TLS agreed h2. HPACK literals are written without Huffman coding, so that
+# "00000" (where the target puts the origin's port) is found in them; the first byte also
+# chooses where the input is cut in two writes. The origin answers by path: /big (more than a
+# window), /chunked (with a trailer), /stall (never) ---
+def http2_session():
+    import h2.config
+    import h2.connection
+    cfg = h2.config.H2Configuration(client_side=True, validate_outbound_headers=False,
+                                    normalize_outbound_headers=False)
+    authority = "origin.test:00000"
+
+    def connection():
+        conn = h2.connection.H2Connection(config=cfg)
+        encode = conn.encoder.encode
+        conn.encoder.encode = lambda headers, huffman=True: encode(headers, huffman=False)
+        conn.initiate_connection()
+        return conn
+
+    def head(method, path, *extra, authority=authority):
+        return [(":method", method), (":scheme", "https"), (":authority", authority),
+                (":path", path)] + list(extra)
+
+    def wire(conn):
+        return conn.data_to_send()[24:]  # the preface is the target's own
+
+    def requests(*heads, window=False):
+        conn = connection()
+        for fields, body, trailers in heads:
+            sid = conn.get_next_available_stream_id()
+            conn.send_headers(sid, fields, end_stream=body is None and trailers is None)
+            if body is not None:
+                conn.send_data(sid, body, end_stream=trailers is None)
+            if trailers is not None:
+                conn.send_headers(sid, trailers, end_stream=True)
+            if window:
+                conn.increment_flow_control_window(1 << 20, stream_id=sid)
+        if window:
+            conn.increment_flow_control_window(1 << 20)
+        return wire(conn)
+
+    grpc = head("POST", "/pkg.Service/Method", ("content-type", "application/grpc"),
+                ("te", "trailers"))
+    seeds = {
+        "get": requests((head("GET", "/"), None, None)),
+        "get_big_window": requests((head("GET", "/big"), None, None), window=True),
+        "get_big_no_window": requests((head("GET", "/big"), None, None)),
+        "get_chunked_trailer": requests((head("GET", "/chunked"), None, None)),
+        "three_streams": requests((head("GET", "/"), None, None),
+                                  (head("GET", "/chunked", ("cookie", "a=1"), ("cookie", "b=2")),
+                                   None, None),
+                                  (head("POST", "/up", ("content-length", "5")), b"hello", None)),
+        "post_chunked_upstream": requests((head("POST", "/up"), b"x" * 3000, None)),
+        "post_trailers": requests((head("POST", "/up"), b"body", [("x-sum", "1")])),
+        "grpc": requests((grpc, b"\x00\x00\x00\x00\x00", [("grpc-timeout", "1S")])),
+        "grpc_denied": requests((head("POST", "/pkg.Service/Method",
+                                      ("content-type", "application/grpc"),
+                                      authority="evil.test"), b"\x00" * 5, None)),
+        "host_disagrees": requests((head("GET", "/", ("host", "evil.test")), None, None)),
+        "claims_dropped": requests((head("GET", "/", ("x-forwarded-host", "evil.test"),
+                                         ("proxy-foo", "x"), ("x-original-url", "/admin"),
+                                         ("x-http-method-override", "DELETE")), None, None)),
+        "stall_then_reset": (lambda conn: (conn.send_headers(1, head("GET", "/stall"),
+                                                             end_stream=True),
+                                           conn.reset_stream(1), wire(conn))[-1])(connection()),
+        "websocket": requests(([(":method", "CONNECT"), (":protocol", "websocket"),
+                                (":scheme", "https"), (":authority", authority),
+                                (":path", "/ws"), ("sec-websocket-version", "13")],
+                               b"\x81\x02hi", None)),
+        "goaway": (lambda conn: (conn.send_headers(1, head("GET", "/"), end_stream=True),
+                                 conn.close_connection(), wire(conn))[-1])(connection()),
+    }
+    pings = connection()
+    for i in range(250):
+        pings.ping(struct.pack(">Q", i))
+    seeds["ping_flood"] = wire(pings)
+    empty = connection()
+    empty.send_headers(1, head("POST", "/up"))
+    for _ in range(101):
+        empty.send_data(1, b"")
+    seeds["empty_data_flood"] = wire(empty)
+    for n, data in seeds.items():
+        write("fuzz_http2_session", n, data)
+
+
 # --- fuzz_http2_origin_frames: an origin's frames to sluice's client session, which has opened
 # streams 1 (GET), 3 (HEAD) and 5 (POST, its body half sent); a fourth (GET) opens as 7 between
 # the two reads. Built frame by frame (one HPACK encoder per connection, as an origin has), so
@@ -355,5 +440,6 @@ if __name__ == "__main__":
     dns_answers()
     configs()
     http2_frames()
+    http2_session()
     http2_origin_frames()
     sys.exit(0)

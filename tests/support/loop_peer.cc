@@ -148,8 +148,9 @@ void LoopPeer::reset() {
   }
 }
 
-void LoopPeer::startTlsClient(const std::string& ca_file, const std::string& host) {
-  tls_ = MemoryTls::client(ca_file, host);
+void LoopPeer::startTlsClient(const std::string& ca_file, const std::string& host,
+                              MemoryTls::Alpn alpn) {
+  tls_ = MemoryTls::client(ca_file, host, alpn);
   tls_->start();
   flushTls();
 }
@@ -204,8 +205,10 @@ void OriginServer::close() {
   uv_close(reinterpret_cast<uv_handle_t*>(listener_),
            [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
   for (Connection& c : connections_) {
-    c.peer->on_read = nullptr;
-    c.peer->close();
+    if (c.peer) {
+      c.peer->on_read = nullptr;
+      c.peer->close();
+    }
   }
 }
 
@@ -241,6 +244,15 @@ void OriginServer::cutRequests(std::size_t index) {
     requests_.push_back(request);
     if (on_request) {
       on_request(*c.peer, request);  // may close the connection, or open others
+    }
+  }
+}
+
+void OriginServer::forget() {
+  requests_ = {};
+  for (Connection& c : connections_) {
+    if (c.peer && (c.peer->closed() || c.peer->end() != LoopPeer::End::Open)) {
+      c.peer.reset();  // its handle is closed, and freed by the close callback; it reads no more
     }
   }
 }

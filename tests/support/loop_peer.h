@@ -59,7 +59,8 @@ class LoopPeer {
 
   // TLS from here on: a client verifying `host` against `ca_file` sends its ClientHello now; a
   // server waits for one.
-  void startTlsClient(const std::string& ca_file, const std::string& host);
+  void startTlsClient(const std::string& ca_file, const std::string& host,
+                      MemoryTls::Alpn alpn = MemoryTls::Alpn::Http11);
   void startTlsServer(X509* certificate, EVP_PKEY* key);
   // close_notify.
   void closeNotify();
@@ -121,6 +122,10 @@ class OriginServer {
 
   Script on_request;
   void close();
+  // Forgets the requests seen so far, and the connections that are over (closed by either
+  // side; connection() is not to be asked for one): a long run (a fuzz target) keeps its
+  // memory bounded.
+  void forget();
 
  private:
   struct Connection {

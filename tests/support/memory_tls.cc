@@ -8,6 +8,7 @@ namespace sluice::test_support {
 namespace {
 
 constexpr unsigned char kAlpnHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+constexpr unsigned char kAlpnH2[] = {2, 'h', '2'};
 
 void onInfo(const SSL* ssl, int where, int ret) {
   if ((where & SSL_CB_READ_ALERT) == 0) {
@@ -39,11 +40,16 @@ MemoryTls::~MemoryTls() {
   SSL_CTX_free(ctx_);
 }
 
-std::unique_ptr<MemoryTls> MemoryTls::client(const std::string& ca_file, const std::string& host) {
+std::unique_ptr<MemoryTls> MemoryTls::client(const std::string& ca_file, const std::string& host,
+                                             Alpn alpn) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
   SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr);
-  SSL_CTX_set_alpn_protos(ctx, kAlpnHttp11, sizeof kAlpnHttp11);
+  if (alpn == Alpn::H2) {
+    SSL_CTX_set_alpn_protos(ctx, kAlpnH2, sizeof kAlpnH2);
+  } else {
+    SSL_CTX_set_alpn_protos(ctx, kAlpnHttp11, sizeof kAlpnHttp11);
+  }
   std::unique_ptr<MemoryTls> tls(new MemoryTls(ctx, false));
   if (!host.empty()) {
     SSL_set_tlsext_host_name(tls->ssl_, host.c_str());
@@ -57,6 +63,13 @@ std::unique_ptr<MemoryTls> MemoryTls::server(X509* certificate, EVP_PKEY* key) {
   SSL_CTX_use_certificate(ctx, certificate);
   SSL_CTX_use_PrivateKey(ctx, key);
   return std::unique_ptr<MemoryTls>(new MemoryTls(ctx, true));
+}
+
+std::string_view MemoryTls::selectedAlpn() const {
+  const unsigned char* data = nullptr;
+  unsigned int length = 0;
+  SSL_get0_alpn_selected(ssl_, &data, &length);
+  return {reinterpret_cast<const char*>(data), length};
 }
 
 void MemoryTls::noteError(const char* where) {

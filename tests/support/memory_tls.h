@@ -9,6 +9,7 @@
 
 #include <openssl/ssl.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -17,8 +18,11 @@ namespace sluice::test_support {
 
 class MemoryTls {
  public:
-  // A client offering ALPN http/1.1, SNI `host`; `host` empty: no SNI and no name check.
-  static std::unique_ptr<MemoryTls> client(const std::string& ca_file, const std::string& host);
+  // What a client offers in ALPN.
+  enum class Alpn : std::uint8_t { Http11, H2 };
+  // A client offering ALPN `alpn`, SNI `host`; `host` empty: no SNI and no name check.
+  static std::unique_ptr<MemoryTls> client(const std::string& ca_file, const std::string& host,
+                                           Alpn alpn = Alpn::Http11);
   // A server presenting `certificate` with `key` (both are up-referenced).
   static std::unique_ptr<MemoryTls> server(X509* certificate, EVP_PKEY* key);
   ~MemoryTls();
@@ -38,6 +42,8 @@ class MemoryTls {
   std::string takeOutput();
 
   bool handshakeDone() const { return SSL_is_init_finished(ssl_) == 1; }
+  // The protocol the server selected by ALPN ("" if none).
+  std::string_view selectedAlpn() const;
   bool failed() const { return failed_; }
   bool closeNotifyReceived() const { return close_notify_; }
   const std::string& error() const { return error_; }

@@ -198,6 +198,12 @@ LoopPeer& SessionBed::connectClient(Entry entry) {
   return *clients_.back();
 }
 
+void SessionBed::forgetPeers() {
+  clients_.clear();  // each closes its handle, freed by its close callback
+  origin_->forget();
+  tls_origin_->forget();
+}
+
 bool SessionBed::runUntil(const std::function<bool()>& done, std::chrono::milliseconds limit) {
   return runLoopUntil(&loop_, done, limit);
 }

@@ -100,6 +100,10 @@ class SessionBed {
   // startSession(). The client is the bed's (it lives until the bed ends).
   LoopPeer& connectClient(Entry entry = Entry::Explicit);
 
+  // Drops the clients connected so far (closing those still open) and what the origins kept:
+  // a long run (a fuzz target) keeps its memory bounded. A client the test holds is gone.
+  void forgetPeers();
+
   // Runs the loop until `done` holds; false if `limit` passed first (a safety net: tests wait
   // for events).
   bool runUntil(const std::function<bool()>& done, std::chrono::milliseconds limit = 5s);

@@ -17,6 +17,7 @@ using Seen = std::map<std::pair<std::string, std::string>, std::size_t>;
 
 std::mutex g_mutex;
 Seen* g_seen = nullptr;  // leaked on purpose: sessions may log until the very end
+std::size_t g_total = 0;
 
 // Lists what was seen when the binary exits.
 struct Report {
@@ -59,7 +60,13 @@ void noteTransition(std::string_view machine, std::string_view from, std::string
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_seen != nullptr) {
     ++(*g_seen)[{std::move(key), std::string(to)}];
+    ++g_total;
   }
+}
+
+std::size_t transitionsCounted() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_total;
 }
 
 std::map<std::pair<std::string, std::string>, std::size_t> transitionsSeen() {

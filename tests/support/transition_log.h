@@ -23,6 +23,10 @@ void noteTransition(std::string_view machine, std::string_view from, std::string
 // The transitions seen so far, (from, to) -> how many times.
 std::map<std::pair<std::string, std::string>, std::size_t> transitionsSeen();
 
+// How many transitions of any machine were seen so far: a driver that waits for a session to
+// settle takes a change here for progress.
+std::size_t transitionsCounted();
+
 // How many times `machine` moved from `from` to `to` so far: a test takes it before and after
 // what should make the move.
 std::size_t timesSeen(std::string_view machine, std::string_view from, std::string_view to);

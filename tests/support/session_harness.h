@@ -1,6 +1,7 @@
 #pragma once
 // A session on a real libuv loop, in-process, with every peer under the test's control: the
-// harness for the session's unit tests (tests/unit/proxy/session/).
+// harness for the session's unit tests (tests/unit/proxy/session/) and for the fuzz target that
+// feeds whole sessions (tests/fuzz/fuzz_http2_session.cc).
 //
 // SessionBed holds what a worker lends its sessions (session/worker_context.h): the loop, a
 // real GatewayState (sandbox TLS context, audit log, counters), a dns::Resolver whose only

@@ -9,12 +9,14 @@
 //   proxy/http/http2_request.cc
 //
 // Each input is one client: CONNECT origin.test:<the TLS origin's port>, TLS with ALPN h2, the
-// connection preface, then the input in two writes cut at a point chosen from its first byte
-// (which is also the first byte written). Every "00000" in the input becomes the origin's port
-// (five digits: an ephemeral port), so a seed can name the tunnel's authority in an HPACK
-// literal ("origin.test:00000") and reach the origin. The origin answers by the request's path:
-// /big 100 KiB (more than a stream's window), /chunked a chunked body with a trailer, /stall
-// never, anything else 5 bytes; each answer ends its connection.
+// connection preface, then the input, written in pieces: a PING frame ends a piece (up to
+// kMaxPieces), and the loop runs until the session is quiet before the next, so an input can
+// wait for its answers before it goes on (a second request once the first is over, a reset or
+// a window update once a response is under way). Every "00000" in the input becomes the
+// origin's port (five digits: an ephemeral port), so a seed can name the tunnel's authority in
+// an HPACK literal ("origin.test:00000") and reach the origin. The origin answers by the
+// request's path: /big 100 KiB (more than a stream's window), /chunked a chunked body with a
+// trailer, /stall never, anything else 5 bytes; each answer ends its connection.
 // Invariants, each a trap on violation:
 //   - the origin gets only what the policy allows, written by sluice: Host is the tunnel's
 //     "origin.test:<port>", and every other field is end-to-end (policy/request_header.h) or one
@@ -33,6 +35,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "policy/request_header.h"
 #include "tests/support/session_harness.h"
@@ -50,6 +53,29 @@ void check(bool ok) {
 }
 
 constexpr std::string_view kPortPlaceholder = "00000";
+constexpr std::size_t kMaxPieces = 8;
+
+// Where the input's pieces end: after each of its first kMaxPieces - 1 PING frames (RFC 9113
+// section 4.1: a 9-byte header whose first 3 bytes are the payload's length, then the type),
+// and at its end.
+std::vector<std::size_t> pieceEnds(std::string_view input) {
+  std::vector<std::size_t> ends;
+  std::size_t at = 0;
+  while (at + 9 <= input.size() && ends.size() + 1 < kMaxPieces) {
+    const auto byte = [&](std::size_t i) { return static_cast<std::uint8_t>(input[at + i]); };
+    const std::size_t length = (std::size_t{byte(0)} << 16) | (std::size_t{byte(1)} << 8) | byte(2);
+    const std::uint8_t type = byte(3);
+    at += 9 + length;
+    if (at > input.size()) {
+      break;
+    }
+    if (type == 0x6) {  // PING
+      ends.push_back(at);
+    }
+  }
+  ends.push_back(input.size());
+  return ends;
+}
 
 std::string bigBody() { return std::string(100 * 1024, 'b'); }
 
@@ -155,11 +181,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(sb.runUntil([&] { return client.tls()->handshakeDone() || client.tls()->failed(); }, 5s));
   check(client.tls()->handshakeDone() && client.tls()->selectedAlpn() == "h2");
 
-  const std::size_t cut = size == 0 ? 0 : data[0] % (size + 1);
-  client.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + input.substr(0, cut));
-  runUntilQuiet(sb, client, 10ms, 500ms);
-  if (cut < input.size()) {
-    client.write(std::string_view(input).substr(cut));
+  client.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+  std::size_t written = 0;
+  for (const std::size_t end : pieceEnds(input)) {
+    client.write(std::string_view(input).substr(written, end - written));
+    written = end;
     runUntilQuiet(sb, client, 10ms, 500ms);
   }
 

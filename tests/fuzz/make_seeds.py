@@ -289,6 +289,56 @@ def http2_session():
         "goaway": (lambda conn: (conn.send_headers(1, head("GET", "/"), end_stream=True),
                                  conn.close_connection(), wire(conn))[-1])(connection()),
     }
+    def frame(ftype, flags, sid, payload=b""):
+        return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + \
+            struct.pack(">I", sid) + payload
+
+    def wait():  # a PING ends a piece of the input: the target waits for quiet after it
+        return frame(6, 0, 0, b"piece---")
+
+    # Steps taken one piece at a time: each waits for the session to answer the last.
+    def steps(*pieces):
+        conn = connection()
+        out = b""
+        for piece in pieces:
+            piece(conn)
+            out += conn.data_to_send() + wait()
+        return out[24:]
+
+    def get(path, sid):
+        return lambda conn: conn.send_headers(sid, head("GET", path), end_stream=True)
+
+    def block(fields):
+        import hpack
+        return hpack.Encoder().encode(fields, huffman=False)
+
+    seeds["requests_one_after_another"] = steps(get("/", 1), get("/chunked", 3), get("/", 5),
+                                                get("/big", 7))
+    seeds["reset_once_the_response_is_under_way"] = steps(
+        get("/big", 1), lambda conn: conn.reset_stream(1), get("/", 3))
+    seeds["window_once_the_response_is_under_way"] = steps(
+        get("/big", 1),
+        lambda conn: (conn.increment_flow_control_window(1 << 20, stream_id=1),
+                      conn.increment_flow_control_window(1 << 20)),
+        get("/", 3))
+    seeds["body_to_a_stalled_origin"] = steps(
+        lambda conn: conn.send_headers(1, head("POST", "/stall")),
+        lambda conn: conn.send_data(1, b"x" * 16000),
+        lambda conn: conn.send_data(1, b"y" * 16000, end_stream=True))
+    settings = frame(4, 0, 0)  # the preface's SETTINGS, for the frames built by hand
+    seeds["rapid_reset"] = settings + b"".join(
+        frame(1, 0x5, sid, block(head("GET", "/stall"))) + frame(3, 0, sid, b"\x00\x00\x00\x08")
+        for sid in range(1, 2 * 150, 2))
+    pieces = block(head("GET", "/"))
+    step = max(1, len(pieces) // 10)
+    chunks = [pieces[i:i + step] for i in range(0, len(pieces), step)]
+    seeds["continuation_flood"] = settings + frame(1, 0x1, 1, chunks[0]) + b"".join(
+        frame(9, 0x4 if i == len(chunks) - 1 else 0, 1, c) for i, c in enumerate(chunks[1:], 1))
+    seeds["settings_flood"] = frame(4, 0, 0, b"".join(struct.pack(">HI", 4, 65535 + i)
+                                                     for i in range(33)))
+    seeds["broken_hpack"] = settings + frame(1, 0x5, 1, b"\xff\xff\xff\xff\x0f")
+    seeds["header_list_too_large"] = settings + frame(1, 0x5, 1, block(head("GET", "/") + [
+        ("x-big-%d" % i, "v" * 1000) for i in range(10)]))
     pings = connection()
     for i in range(250):
         pings.ping(struct.pack(">Q", i))

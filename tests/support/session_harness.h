@@ -98,7 +98,7 @@ class SessionBed {
   void configure(const BedConfig& config = {});
 
   // A client connected to the gateway's listening socket; the accepted end is handed to
-  // startSession(). The client is the bed's (it lives until the bed ends).
+  // startSession(). The client is the bed's (it lives until the bed ends, or forgetPeers()).
   LoopPeer& connectClient(Entry entry = Entry::Explicit);
 
   // Drops the clients connected so far (closing those still open) and what the origins kept:

@@ -77,7 +77,8 @@ std::vector<std::size_t> pieceEnds(std::string_view input) {
   return ends;
 }
 
-std::string bigBody() { return std::string(100 * 1024, 'b'); }
+// More than a stream's default window (65,535 bytes), so the response waits on WINDOW_UPDATE.
+const std::string kBigBody(100 * 1024, 'b');
 
 void answer(ts::LoopPeer& origin, const ts::OriginServer::Request& request) {
   const std::string_view path = request.message.target;
@@ -89,9 +90,10 @@ void answer(ts::LoopPeer& origin, const ts::OriginServer::Request& request) {
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: x-digest\r\n"
         "Connection: close\r\n\r\n5\r\nhello\r\n0\r\nx-digest: abc\r\n\r\n");
   } else {
-    const std::string body = path.starts_with("/big") ? bigBody() : std::string("hello");
+    const std::string_view body = path.starts_with("/big") ? kBigBody : std::string_view("hello");
     origin.write("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
-                 "\r\nConnection: close\r\n\r\n" + body);
+                 "\r\nConnection: close\r\n\r\n");
+    origin.write(body);
   }
   origin.shutdownWrite();
 }
@@ -125,7 +127,7 @@ Bed* g_bed = nullptr;
 Bed& bed() {
   // Made once: every input is a new client of the same gateway (as a worker's sessions share
   // it). Torn down at exit, which closes every handle and removes the bed's directory.
-  static Bed* made = [] {
+  if (g_bed == nullptr) {
     std::signal(SIGPIPE, SIG_IGN);  // as the server does: a peer gone mid-write is an error value
     auto* b = new Bed;
     spdlog::set_level(spdlog::level::off);  // after the bed, which sets its own level
@@ -139,9 +141,8 @@ Bed& bed() {
     b->bed.tlsOrigin().on_request = answer;
     g_bed = b;
     std::atexit([] { delete g_bed; });
-    return b;
-  }();
-  return *made;
+  }
+  return *g_bed;
 }
 
 // Runs the loop until the session has settled: for `quiet`, the client heard nothing, no state

@@ -350,8 +350,11 @@ TEST(LeafCache, EveryLeafUsesTheOneSharedP256Key) {
 }
 
 TEST(LeafCache, ValidFromAnHourAgoForTwentyFourHours) {
+  // The CA first: its notBefore is an hour before its making, and a leaf's is clamped to it. A
+  // clock read before a CA made in a later second would see its leaf start a second late.
+  const CertificateAuthority& issuer = sharedCa();
   FakeClock clock;
-  LeafCache cache(sharedCa(), 16, clock.function());
+  LeafCache cache(issuer, 16, clock.function());
   auto leaf = getOrDie(cache, "pkg.test");
   ASSERT_TRUE(leaf);
   auto now = wholeSeconds(clock.now());
@@ -359,7 +362,7 @@ TEST(LeafCache, ValidFromAnHourAgoForTwentyFourHours) {
   EXPECT_EQ(timeOf(X509_get0_notAfter(leaf->certificate.get())), now + hours(24));
   EXPECT_EQ(leaf->not_after, now + hours(24));
   // Inside the CA's validity.
-  X509* ca = sharedCa().certificate();
+  X509* ca = issuer.certificate();
   EXPECT_GE(timeOf(X509_get0_notBefore(leaf->certificate.get())), timeOf(X509_get0_notBefore(ca)));
   EXPECT_LE(leaf->not_after, timeOf(X509_get0_notAfter(ca)));
 }

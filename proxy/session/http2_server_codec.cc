@@ -15,16 +15,6 @@ namespace {
 // Finished streams kept for reuse: a busy connection allocates nothing per stream.
 constexpr std::size_t kSpareStreams = 8;
 
-// Resets a client may send before the connection ends (CVE-2023-44487, rapid reset): a burst
-// of kResetBurst, then kResetRate a second.
-constexpr std::uint64_t kResetBurst = 200;
-constexpr std::uint64_t kResetRate = 100;
-
-// SETTINGS entries in one frame, and CONTINUATION frames in one header block, beyond which the
-// connection ends (floods: docs/wire.md#http2).
-constexpr std::size_t kMaxSettings = 32;
-constexpr std::size_t kMaxContinuations = 8;
-
 // sluice's own reset budget, below nghttp2's (which answers INTERNAL_ERROR): a burst of
 // kOwnResetBurst resets, then kOwnResetRate a second, before GOAWAY ENHANCE_YOUR_CALM.
 constexpr double kOwnResetBurst = 100;
@@ -146,7 +136,7 @@ struct Http2ServerCodec::Callbacks {
     Http2ServerCodec& self = codec(user_data);
     Http2Stream* stream = self.streamOf(stream_id);
     if (stream == nullptr) {
-      nghttp2_session_consume(self.session_, stream_id, length);
+      nghttp2_session_consume(self.session_.get(), stream_id, length);
       return 0;
     }
     stream->onData(std::span<const char>(reinterpret_cast<const char*>(data), length));
@@ -180,66 +170,33 @@ Http2ServerCodec::Http2ServerCodec(Http2Host& host, ExchangeHost& connection,
                                    std::size_t max_header_bytes)
     : host_(host), connection_(connection), max_header_bytes_(max_header_bytes) {}
 
-Http2ServerCodec::~Http2ServerCodec() {
-  if (session_ != nullptr) {
-    nghttp2_session_del(session_);
-  }
-}
+Http2ServerCodec::~Http2ServerCodec() = default;
 
-nghttp2_session* Http2ServerCodec::newServerSession(const nghttp2_session_callbacks* callbacks,
-                                                    void* user_data, std::size_t max_header_bytes) {
-  nghttp2_option* option = nullptr;
-  if (nghttp2_option_new(&option) != 0) {
-    return nullptr;
-  }
-  // Request windows go back only as the upstream takes the bytes (Http2Stream::onData).
-  nghttp2_option_set_no_auto_window_update(option, 1);
-  nghttp2_option_set_max_settings(option, kMaxSettings);
-  nghttp2_option_set_max_continuations(option, kMaxContinuations);
-  nghttp2_option_set_stream_reset_rate_limit(option, kResetBurst, kResetRate);
-  // The client's HPACK table for what sluice sends: nghttp2's default (4 KiB) bounds it.
-  nghttp2_session* session = nullptr;
-  const int rv = nghttp2_session_server_new2(&session, callbacks, user_data, option);
-  nghttp2_option_del(option);
-  if (rv != 0) {
-    return nullptr;
-  }
-  const nghttp2_settings_entry settings[] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, kMaxConcurrentStreams},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(max_header_bytes)},
-      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-      // RFC 8441: WebSocket over a stream (extended CONNECT), decided like the HTTP/1.1 upgrade.
-      {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},
-  };
-  if (nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, settings, std::size(settings)) != 0 ||
-      nghttp2_session_set_local_window_size(session, NGHTTP2_FLAG_NONE, 0, kConnectionWindow) !=
-          0) {
-    nghttp2_session_del(session);
-    return nullptr;
-  }
-  return session;
+http::Http2Session Http2ServerCodec::newServerSession(const http::Http2Callbacks& callbacks,
+                                                      void* user_data,
+                                                      std::size_t max_header_bytes) {
+  http::Http2Limits limits;
+  limits.max_concurrent_streams = kMaxConcurrentStreams;
+  limits.stream_window = kStreamWindow;
+  limits.connection_window = kConnectionWindow;
+  limits.max_header_bytes = max_header_bytes;
+  return http::Http2Session::make(http::Http2Session::Role::Server, callbacks, user_data, limits);
 }
 
 bool Http2ServerCodec::start() {
-  nghttp2_session_callbacks* callbacks = nullptr;
-  if (nghttp2_session_callbacks_new(&callbacks) != 0) {
-    return false;
-  }
-  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, Callbacks::onBeginHeaders);
-  nghttp2_session_callbacks_set_on_header_callback(callbacks, Callbacks::onHeader);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Callbacks::onFrameRecv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Callbacks::onDataChunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Callbacks::onStreamClose);
-  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, Callbacks::onFrameSend);
+  http::Http2Callbacks callbacks;
+  callbacks.on_begin_headers = Callbacks::onBeginHeaders;
+  callbacks.on_header = Callbacks::onHeader;
+  callbacks.on_frame_recv = Callbacks::onFrameRecv;
+  callbacks.on_data_chunk_recv = Callbacks::onDataChunk;
+  callbacks.on_stream_close = Callbacks::onStreamClose;
+  callbacks.on_frame_send = Callbacks::onFrameSend;
   session_ = newServerSession(callbacks, this, max_header_bytes_);
-  nghttp2_session_callbacks_del(callbacks);
-  return session_ != nullptr;
+  return static_cast<bool>(session_);
 }
 
 void Http2ServerCodec::feed(std::span<const char> plaintext) {
-  const auto* data = reinterpret_cast<const std::uint8_t*>(plaintext.data());
-  const ssize_t n = nghttp2_session_mem_recv(session_, data, plaintext.size());
+  const long n = session_.receive(plaintext);
   if (n < 0) {
     // A connection error nghttp2 returns (a bad preface, a flood, a callback's refusal): GOAWAY
     // where one can be sent; the connection ends once it is written.
@@ -286,18 +243,10 @@ bool Http2ServerCodec::flooded(const nghttp2_frame& frame) {
 }
 
 void Http2ServerCodec::send() {
-  if (session_ == nullptr) {
+  if (!session_) {
     return;
   }
-  for (;;) {
-    const std::uint8_t* data = nullptr;
-    const ssize_t n = nghttp2_session_mem_send(session_, &data);
-    if (n <= 0) {
-      break;
-    }
-    host_.sendClient(
-        std::string_view(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n)));
-  }
+  session_.drain([this](std::string_view bytes) { host_.sendClient(bytes); });
   if (library_error_ != audit::Error::None && phase_ == Phase::Open) {
     // nghttp2 ended the session itself and its GOAWAY just went out (onFrameSend).
     SPDLOG_DEBUG("[C{}] h2 connection error: {}", connection_.facts().id, toString(library_error_));
@@ -305,7 +254,7 @@ void Http2ServerCodec::send() {
     fail(library_error_);
     return;
   }
-  if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) {
+  if (!session_.wantsRead() && !session_.wantsWrite()) {
     done("HTTP/2 session over");
     return;
   }
@@ -328,7 +277,7 @@ void Http2ServerCodec::done(std::string_view why) {
 }
 
 bool Http2ServerCodec::wantsBytes() const {
-  return phase_ != Phase::Done && session_ != nullptr && nghttp2_session_want_read(session_) != 0;
+  return phase_ != Phase::Done && session_ && session_.wantsRead();
 }
 
 bool Http2ServerCodec::inFlight() const {
@@ -472,12 +421,13 @@ void Http2ServerCodec::finish() {
 }
 
 void Http2ServerCodec::goAway(std::uint32_t error_code) {
-  if (phase_ != Phase::Open || session_ == nullptr) {
+  if (phase_ != Phase::Open || !session_) {
     return;
   }
   phase_ = Phase::GoingAway;
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
-                        nghttp2_session_get_last_proc_stream_id(session_), error_code, nullptr, 0);
+  nghttp2_submit_goaway(session_.get(), NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(session_.get()), error_code,
+                        nullptr, 0);
   if (error_code == NGHTTP2_NO_ERROR) {
     return;  // the streams in flight finish; nghttp2 reads no new one
   }

@@ -28,6 +28,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "proxy/audit/audit_record.h"
+#include "proxy/http/http2_session.h"
 #include "proxy/session/exchange_host.h"
 
 namespace sluice::proxy::session {
@@ -77,10 +78,10 @@ class Http2ServerCodec {
 
   // The server's connection preface (SETTINGS). False if nghttp2 could not be set up.
   bool start();
-  // An nghttp2 server session as sluice runs it (the options and SETTINGS above), for the codec
-  // and for the fuzz target that feeds it hostile frames. Null on failure.
-  static nghttp2_session* newServerSession(const nghttp2_session_callbacks* callbacks,
-                                           void* user_data, std::size_t max_header_bytes);
+  // An nghttp2 server session as sluice runs it (the SETTINGS above), for the codec and for the
+  // fuzz target that feeds it hostile frames. Empty on failure.
+  static http::Http2Session newServerSession(const http::Http2Callbacks& callbacks,
+                                             void* user_data, std::size_t max_header_bytes);
   // Client plaintext: frames are processed as they complete.
   void feed(std::span<const char> plaintext);
   // Serialises what nghttp2 has to send into the connection's (corked) writes.
@@ -118,7 +119,7 @@ class Http2ServerCodec {
   void finish();
 
   // --- for the streams
-  nghttp2_session* session() const { return session_; }
+  nghttp2_session* session() const { return session_.get(); }
   Http2Host& host() { return host_; }
   void onStreamOver(Http2Stream& stream);
 
@@ -140,7 +141,7 @@ class Http2ServerCodec {
   Http2Host& host_;
   ExchangeHost& connection_;
   std::size_t max_header_bytes_;
-  nghttp2_session* session_ = nullptr;
+  http::Http2Session session_;
   std::vector<std::unique_ptr<Http2Stream>> live_;
   std::vector<std::unique_ptr<Http2Stream>> spare_;  // finished, kept for reuse
   enum class Phase : std::uint8_t {

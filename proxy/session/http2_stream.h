@@ -28,7 +28,7 @@
 #include "proxy/session/downstream.h"
 #include "proxy/session/exchange.h"
 #include "proxy/session/exchange_host.h"
-#include "proxy/session/http2_fields.h"
+#include "proxy/http/http2_fields.h"
 #include "proxy/session/secret_mask.h"
 
 namespace sluice::proxy::session {
@@ -177,8 +177,8 @@ class Http2Stream final : public Downstream, private ExchangeHost {
   // Response body bytes not yet pulled into DATA frames.
   std::string body_;
   std::size_t body_offset_ = 0;
-  Http2Fields fields_;    // of the head being submitted
-  Http2Fields trailers_;  // the origin's, sent once the body has gone
+  http::Http2Fields fields_;    // of the head being submitted
+  http::Http2Fields trailers_;  // the origin's, sent once the body has gone
   std::string masked_;
 };
 

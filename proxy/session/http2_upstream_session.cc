@@ -13,11 +13,6 @@ namespace sluice::proxy::session {
 
 namespace {
 
-// SETTINGS entries in one frame from the origin beyond which the session ends (nghttp2's
-// default would take thousands).
-constexpr std::size_t kMaxSettings = 32;
-constexpr std::size_t kMaxContinuations = 8;
-
 }  // namespace
 
 // nghttp2's callbacks, each forwarding to the stream it names, corked on that stream's client.
@@ -133,59 +128,30 @@ Http2UpstreamSession::~Http2UpstreamSession() {
   for (const auto& [id, stream] : streams_) {
     stream->onSessionEnded({});
   }
-  if (session_ != nullptr) {
-    nghttp2_session_del(session_);
-  }
   if (connection_) {
     owner_.pool().retire(std::move(connection_));
   }
 }
 
-nghttp2_session* Http2UpstreamSession::newClientSession(const nghttp2_session_callbacks* callbacks,
-                                                        void* user_data,
-                                                        std::size_t max_header_bytes) {
-  nghttp2_option* option = nullptr;
-  if (nghttp2_option_new(&option) != 0) {
-    return nullptr;
-  }
-  // Stream windows go back only as the client takes the bytes (Http2UpstreamStream::setReading).
-  nghttp2_option_set_no_auto_window_update(option, 1);
-  nghttp2_option_set_max_settings(option, kMaxSettings);
-  nghttp2_option_set_max_continuations(option, kMaxContinuations);
-  // Until the origin's SETTINGS say otherwise, as few streams as any origin allows.
-  nghttp2_option_set_peer_max_concurrent_streams(option, kMaxStreams);
-  nghttp2_session* session = nullptr;
-  const int rv = nghttp2_session_client_new2(&session, callbacks, user_data, option);
-  nghttp2_option_del(option);
-  if (rv != 0) {
-    return nullptr;
-  }
-  const nghttp2_settings_entry settings[] = {
-      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(max_header_bytes)},
-  };
-  if (nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, settings, std::size(settings)) != 0 ||
-      nghttp2_session_set_local_window_size(session, NGHTTP2_FLAG_NONE, 0, kConnectionWindow) !=
-          0) {
-    nghttp2_session_del(session);
-    return nullptr;
-  }
-  return session;
+http::Http2Session Http2UpstreamSession::newClientSession(const http::Http2Callbacks& callbacks,
+                                                          void* user_data,
+                                                          std::size_t max_header_bytes) {
+  http::Http2Limits limits;
+  limits.max_concurrent_streams = kMaxStreams;
+  limits.stream_window = kStreamWindow;
+  limits.connection_window = kConnectionWindow;
+  limits.max_header_bytes = max_header_bytes;
+  return http::Http2Session::make(http::Http2Session::Role::Client, callbacks, user_data, limits);
 }
 
 bool Http2UpstreamSession::start() {
-  nghttp2_session_callbacks* callbacks = nullptr;
-  if (nghttp2_session_callbacks_new(&callbacks) != 0) {
-    return false;
-  }
-  nghttp2_session_callbacks_set_on_header_callback(callbacks, Callbacks::onHeader);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Callbacks::onFrameRecv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Callbacks::onDataChunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Callbacks::onStreamClose);
+  http::Http2Callbacks callbacks;
+  callbacks.on_header = Callbacks::onHeader;
+  callbacks.on_frame_recv = Callbacks::onFrameRecv;
+  callbacks.on_data_chunk_recv = Callbacks::onDataChunk;
+  callbacks.on_stream_close = Callbacks::onStreamClose;
   session_ = newClientSession(callbacks, this, max_header_bytes_);
-  nghttp2_session_callbacks_del(callbacks);
-  if (session_ == nullptr) {
+  if (!session_) {
     return false;
   }
   connection_->stream.startReading();
@@ -194,13 +160,13 @@ bool Http2UpstreamSession::start() {
 }
 
 bool Http2UpstreamSession::acceptsStreams() const {
-  if (phase_ != Phase::Open || session_ == nullptr ||
-      nghttp2_session_check_request_allowed(session_) == 0) {
+  if (phase_ != Phase::Open || !session_ ||
+      nghttp2_session_check_request_allowed(session_.get()) == 0) {
     return false;
   }
   const std::uint32_t allowed = std::min(
       kMaxStreams,
-      nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
+      nghttp2_session_get_remote_settings(session_.get(), NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
   return streams_.size() < allowed;
 }
 
@@ -213,7 +179,7 @@ std::int32_t Http2UpstreamSession::submitRequest(Http2UpstreamStream& stream,
                                                  std::span<const nghttp2_nv> nva, bool with_body) {
   nghttp2_data_provider provider{};
   provider.read_callback = Callbacks::readRequestBody;
-  const std::int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(),
+  const std::int32_t id = nghttp2_submit_request(session_.get(), nullptr, nva.data(), nva.size(),
                                                  with_body ? &provider : nullptr, nullptr);
   if (id > 0) {
     streams_[id] = &stream;
@@ -222,12 +188,12 @@ std::int32_t Http2UpstreamSession::submitRequest(Http2UpstreamStream& stream,
 }
 
 bool Http2UpstreamSession::submitTrailer(std::int32_t id, std::span<const nghttp2_nv> nva) {
-  return session_ != nullptr && nghttp2_submit_trailer(session_, id, nva.data(), nva.size()) == 0;
+  return session_ && nghttp2_submit_trailer(session_.get(), id, nva.data(), nva.size()) == 0;
 }
 
 void Http2UpstreamSession::resumeData(std::int32_t id) {
-  if (session_ != nullptr) {
-    nghttp2_session_resume_data(session_, id);
+  if (session_) {
+    nghttp2_session_resume_data(session_.get(), id);
   }
 }
 
@@ -235,9 +201,9 @@ void Http2UpstreamSession::forget(std::int32_t id, bool reset) {
   if (streams_.erase(id) == 0) {
     return;
   }
-  if (reset && session_ != nullptr && nghttp2_session_find_stream(session_, id) != nullptr) {
+  if (reset && session_ && nghttp2_session_find_stream(session_.get(), id) != nullptr) {
     // The origin hears that nobody waits for this answer (a cancelled gRPC call, a client gone).
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+    nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
   }
   if (streams_.empty()) {
     idle_since_ms_ = uv_now(owner_.loop());
@@ -246,8 +212,8 @@ void Http2UpstreamSession::forget(std::int32_t id, bool reset) {
 }
 
 void Http2UpstreamSession::consume(std::int32_t id, std::size_t bytes) {
-  if (session_ != nullptr && bytes > 0) {
-    nghttp2_session_consume_stream(session_, id, bytes);
+  if (session_ && bytes > 0) {
+    nghttp2_session_consume_stream(session_.get(), id, bytes);
   }
 }
 
@@ -308,8 +274,7 @@ void Http2UpstreamSession::releaseCorks() {
 
 void Http2UpstreamSession::receive(std::span<const char> plaintext) {
   ++depth_;
-  const ssize_t n = nghttp2_session_mem_recv(
-      session_, reinterpret_cast<const std::uint8_t*>(plaintext.data()), plaintext.size());
+  const long n = session_.receive(plaintext);
   --depth_;
   if (n < 0) {
     // A connection error: nghttp2 has queued GOAWAY; it goes before the session ends.
@@ -334,24 +299,19 @@ void Http2UpstreamSession::flush() {
 }
 
 void Http2UpstreamSession::writeNow() {
-  if (session_ == nullptr || phase_ == Phase::Ended) {
+  if (!session_ || phase_ == Phase::Ended) {
     return;
   }
   ++depth_;
-  for (;;) {
-    const std::uint8_t* data = nullptr;
-    const ssize_t n = nghttp2_session_mem_send(session_, &data);
-    if (n <= 0) {
-      break;
-    }
-    if (!connection_->tls->write(std::span<const char>(reinterpret_cast<const char*>(data),
-                                                       static_cast<std::size_t>(n)))) {
-      --depth_;
-      end("TLS write to the origin failed");
-      return;
-    }
-  }
+  bool failed = false;
+  session_.drain([&](std::string_view bytes) {
+    failed = failed || !connection_->tls->write(std::span<const char>(bytes.data(), bytes.size()));
+  });
   --depth_;
+  if (failed) {
+    end("TLS write to the origin failed");
+    return;
+  }
   flushTls();
 }
 
@@ -405,12 +365,12 @@ void Http2UpstreamSession::end(std::string_view why) {
   if (phase_ == Phase::Ended) {
     return;
   }
-  if (why.empty() && session_ != nullptr && depth_ == 0) {
+  if (why.empty() && session_ && depth_ == 0) {
     // Ended by sluice (idle, retired, shutting down), not by a failure: GOAWAY with NO_ERROR
     // first, so the origin can tell a goodbye from a lost connection (RFC 9113 §6.8: an
     // endpoint SHOULD send it before closing). It goes out with the write it is queued by, ahead
     // of the close. (A failure already queued GOAWAY with its code, or has no connection left.)
-    nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+    nghttp2_session_terminate_session(session_.get(), NGHTTP2_NO_ERROR);
     writeNow();
     if (phase_ == Phase::Ended) {
       return;  // the write failed, and ended it

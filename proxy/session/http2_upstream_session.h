@@ -36,6 +36,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "proxy/http/http2_session.h"
 #include "proxy/io/deferred_delete.h"
 #include "proxy/io/tcp_stream.h"
 #include "proxy/io/timer.h"
@@ -64,8 +65,8 @@ class Http2UpstreamSession final : private io::TcpStream::Handler {
   // nghttp2's client session as sluice runs it toward origins (its options, SETTINGS and
   // windows), with `callbacks`; shared with tests/fuzz/fuzz_http2_origin_frames.cc. Null if
   // nghttp2 could not set it up.
-  static nghttp2_session* newClientSession(const nghttp2_session_callbacks* callbacks,
-                                           void* user_data, std::size_t max_header_bytes);
+  static http::Http2Session newClientSession(const http::Http2Callbacks& callbacks,
+                                             void* user_data, std::size_t max_header_bytes);
   // The client preface and SETTINGS; false if nghttp2 could not be set up.
   bool start();
   const UpstreamKey& key() const { return connection_->key; }
@@ -135,7 +136,7 @@ class Http2UpstreamSession final : private io::TcpStream::Handler {
   Http2UpstreamSessions& owner_;
   std::unique_ptr<UpstreamConnection> connection_;
   std::size_t max_header_bytes_;
-  nghttp2_session* session_ = nullptr;
+  http::Http2Session session_;
   Phase phase_ = Phase::Open;
   std::unordered_map<std::int32_t, Http2UpstreamStream*> streams_;
   std::vector<std::int32_t> drain_waiters_;

@@ -46,13 +46,13 @@ bool asksForTrailers(const http::HeaderBlock& headers) {
 // Adds each forwarded field HTTP/2 can carry; the others are left out, never translated.
 class CheckedFields final : public http::ForwardedFieldVisitor {
  public:
-  explicit CheckedFields(Http2Fields& fields) : fields_(fields) {}
+  explicit CheckedFields(http::Http2Fields& fields) : fields_(fields) {}
   void field(std::string_view name, std::string_view value, bool) override {
     fields_.addChecked(name, value);
   }
 
  private:
-  Http2Fields& fields_;
+  http::Http2Fields& fields_;
 };
 
 }  // namespace

@@ -20,7 +20,7 @@
 #include "proxy/http/header_block.h"
 #include "proxy/http/http2_response.h"
 #include "proxy/session/exchange_host.h"
-#include "proxy/session/http2_fields.h"
+#include "proxy/http/http2_fields.h"
 #include "proxy/session/upstream_channel.h"
 
 namespace sluice::proxy::session {
@@ -115,8 +115,8 @@ class Http2UpstreamStream final : public UpstreamChannel {
   Response response_ = Response::AwaitingHead;
   std::size_t unconsumed_ = 0;    // response bytes delivered while the client was backed up
   http::Http2ResponseBuilder response_head_;  // the response as it comes
-  Http2Fields fields_;  // the request head being submitted
-  Http2Fields trailers_;  // the request's trailers, submitted after its last DATA
+  http::Http2Fields fields_;  // the request head being submitted
+  http::Http2Fields trailers_;  // the request's trailers, submitted after its last DATA
   std::string out_;     // request body bytes not yet pulled into DATA
   std::size_t out_offset_ = 0;
 };

@@ -144,16 +144,16 @@ void drain(nghttp2_session* session) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  nghttp2_session_callbacks* callbacks = nullptr;
-  nghttp2_session_callbacks_new(&callbacks);
-  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, onBeginHeaders);
-  nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameRecv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose);
+  sluice::proxy::http::Http2Callbacks callbacks;
+  callbacks.on_begin_headers = onBeginHeaders;
+  callbacks.on_header = onHeader;
+  callbacks.on_frame_recv = onFrameRecv;
+  callbacks.on_data_chunk_recv = onDataChunk;
+  callbacks.on_stream_close = onStreamClose;
   Session s;
-  s.session = sluice::proxy::session::Http2ServerCodec::newServerSession(callbacks, &s, 8 * 1024);
-  nghttp2_session_callbacks_del(callbacks);
+  const sluice::proxy::http::Http2Session owned =
+      sluice::proxy::session::Http2ServerCodec::newServerSession(callbacks, &s, 8 * 1024);
+  s.session = owned.get();
   check(s.session != nullptr);
 
   std::string input(NGHTTP2_CLIENT_MAGIC, NGHTTP2_CLIENT_MAGIC_LEN);
@@ -167,6 +167,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     nghttp2_session_mem_recv(s.session, bytes + cut, input.size() - cut);
     drain(s.session);
   }
-  nghttp2_session_del(s.session);
   return 0;
 }

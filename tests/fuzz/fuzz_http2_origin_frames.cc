@@ -485,16 +485,16 @@ bool receive(Session& session, const std::uint8_t* data, std::size_t size) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  nghttp2_session_callbacks* callbacks = nullptr;
-  nghttp2_session_callbacks_new(&callbacks);
-  nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameRecv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose);
+  sluice::proxy::http::Http2Callbacks callbacks;
+  callbacks.on_header = onHeader;
+  callbacks.on_frame_recv = onFrameRecv;
+  callbacks.on_data_chunk_recv = onDataChunk;
+  callbacks.on_stream_close = onStreamClose;
   Session session;
-  session.session = sluice::proxy::session::Http2UpstreamSession::newClientSession(
-      callbacks, &session, kMaxHeaderBytes);
-  nghttp2_session_callbacks_del(callbacks);
+  const sluice::proxy::http::Http2Session owned =
+      sluice::proxy::session::Http2UpstreamSession::newClientSession(callbacks, &session,
+                                                                     kMaxHeaderBytes);
+  session.session = owned.get();
   check(session.session != nullptr);
 
   submit(session, session.streams[0], "GET", "/a", "", true);
@@ -528,6 +528,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       receive(session, data + cut, size - cut);
     }
   }
-  nghttp2_session_del(session.session);
   return 0;
 }

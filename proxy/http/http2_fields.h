@@ -16,7 +16,7 @@
 #include "proxy/http/header_block.h"
 #include "proxy/http/http2_request.h"
 
-namespace sluice::proxy::session {
+namespace sluice::proxy::http {
 
 class Http2Fields {
  public:
@@ -37,17 +37,17 @@ class Http2Fields {
     offsets_.push_back(bytes_.size());
     offsets_.push_back(name.size());
     for (char c : name) {
-      bytes_ += http::ascii::toLower(c);
+      bytes_ += ascii::toLower(c);
     }
     offsets_.push_back(bytes_.size());
     offsets_.push_back(value.size());
     bytes_.append(value);
   }
   // Adds a field that came from a peer or from configuration, unless HTTP/2 cannot carry it
-  // (http::http2FieldProblem on its lower-cased name): then it is left out. True if added.
+  // (http2FieldProblem on its lower-cased name): then it is left out. True if added.
   bool addChecked(std::string_view name, std::string_view value) {
     add(name, value);
-    if (http::http2FieldProblem(lastName(), value) != nullptr) {
+    if (http2FieldProblem(lastName(), value) != nullptr) {
       dropLast();
       return false;
     }
@@ -81,4 +81,4 @@ class Http2Fields {
   std::vector<nghttp2_nv> nva_;
 };
 
-}  // namespace sluice::proxy::session
+}  // namespace sluice::proxy::http

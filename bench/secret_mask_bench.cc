@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "proxy/secrets/secret_patterns.h"
-#include "proxy/session/secret_mask.h"
+#include "proxy/session/exchange/secret_mask.h"
 
 namespace {
 

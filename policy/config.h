@@ -21,6 +21,8 @@ using Duration = std::chrono::milliseconds;
 
 enum class Scheme : std::uint8_t { Https = 1, Http = 2 };
 std::string_view toString(Scheme s);
+// The port a scheme's URL means when it names none (RFC 9110 §4.2).
+constexpr std::uint16_t defaultPort(Scheme s) { return s == Scheme::Https ? 443 : 80; }
 
 struct SecretInjection {
   std::string header;  // lower case

@@ -10,7 +10,7 @@ bool Rule::allowsPort(Scheme s, std::uint16_t port) const {
   if (ports.empty()) {
     // No `ports`: each scheme on its own default port, so https on :80 is not allowed by
     // accident of listing both schemes.
-    return port == (s == Scheme::Https ? 443 : 80);
+    return port == defaultPort(s);
   }
   return std::find(ports.begin(), ports.end(), port) != ports.end();
 }

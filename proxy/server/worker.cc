@@ -12,9 +12,9 @@
 #include "proxy/dns/sandbox_resolver.h"
 #include "proxy/server/sandbox_dns.h"
 #include "proxy/session/client_connection.h"
-#include "proxy/session/http2_upstream_session.h"
-#include "proxy/session/upstream_pool.h"
-#include "proxy/session/worker_context.h"
+#include "proxy/session/upstream/http2_upstream_session.h"
+#include "proxy/session/pool/upstream_pool.h"
+#include "proxy/session/context/worker_context.h"
 
 namespace sluice::proxy {
 

@@ -8,6 +8,7 @@
 
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
+#include "proxy/session/http1/http1_server_codec.h"
 
 namespace sluice::proxy::session {
 
@@ -18,15 +19,17 @@ ClientConnection::ClientConnection(WorkerContext& context,
       binding_(*context.state, std::move(generation), sandbox),
       transport_(context.loop, this, *this),
       timer_(context.loop, [this] { onTimer(); }),
-      codec_(*this, exchange_, binding_.config().limits.max_header_bytes),
-      exchange_(*this, codec_, binding_.config().limits.max_header_bytes),
-      opening_(*this, context, facts_, exchange_, transport_, codec_),
+      opening_(*this, static_cast<ClientSide&>(*this), facts_, transport_),
       upstreams_(*this) {
   facts_.id = id;
   ctx_.debug_log = spdlog::should_log(spdlog::level::debug);
   if (listener == Listener::Transparent) {
     facts_.mode = audit::Mode::Transparent;
     state_ = ConnectionState::Sniffing;  // where a redirected connection starts (not a move)
+  } else {
+    // The explicit listener's first head is HTTP/1.1 (a CONNECT, or forward mode).
+    codec_ = std::make_unique<Http1ServerCodec>(static_cast<CodecHost&>(*this),
+                                                config().limits.max_header_bytes);
   }
   facts_.started_ms = timer_.lastProgress();
 }
@@ -55,18 +58,13 @@ bool ClientConnection::start(int fd) {
 void ClientConnection::drain() {
   after_exchange_ = AfterExchange::Drain;
   noteTunnelEnd(audit::Error::SluiceClosed);
-  if (state_ == ConnectionState::Multiplexing) {
-    // GOAWAY: no new stream; the streams in flight finish, then the connection does.
-    Cork cork(*this);
-    h2_->goAway(0);
-    if (!h2_->busy()) {
-      finishConnection();
-    }
-    return;
+  if (!takesRequests()) {
+    return;  // opening (it ends at the handshake's deadline), lingering or closing
   }
+  // No new request (HTTP/2: GOAWAY); what is in flight finishes, then the connection does.
   // Idle between requests (nothing half-read): nothing in flight to finish.
-  if ((state_ == ConnectionState::Serving || state_ == ConnectionState::ReadingProxyHead) &&
-      codec_.pending() == 0 && !exchange_.inFlight()) {
+  Cork cork(*this);
+  if (codec_->drain()) {
     finishConnection();
   }
 }
@@ -80,18 +78,17 @@ void ClientConnection::closeAfterExchange() {
 void ClientConnection::abort() { close("shutdown"); }
 
 void ClientConnection::refuseConnection(policy::Reason reason, bool answer) {
-  exchange_.beginRecord(false);
-  exchange_.waiveRateToken();  // not a request: the connection limit is its reason
-  std::string detail = "sandbox '" + sandbox().name + "' has all the connections it may have";
-  if (answer && facts_.mode != audit::Mode::Transparent) {
-    exchange_.deny(reason, detail);
-    return;
+  const std::string detail =
+      "sandbox '" + sandbox().name + "' has all the connections it may have";
+  // An explicit-proxy client reads an answer that comes before its request is sent; a
+  // redirected connection has spoken no protocol yet: it is just closed.
+  const bool answered = answer && facts_.mode != audit::Mode::Transparent;
+  opening_.refuseConnection(reason, detail, answered);
+  if (!answered) {
+    SPDLOG_DEBUG("[C{}] refused: {}", facts_.id, policy::toString(reason));
+    flushAudit();
+    close("over limits.max_connections");
   }
-  exchange_.record().proto = audit::Proto::None;  // closed before any HTTP
-  SPDLOG_DEBUG("[C{}] refused: {}", facts_.id, policy::toString(reason));
-  exchange_.refuseWithoutAnswer(reason, detail);
-  flushAudit();
-  close("over limits.max_connections");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -115,9 +112,8 @@ void ClientConnection::updateReading() {
   } else {
     client.stopReading();
   }
-  exchange_.updateUpstreamReading(client.backedUp());
-  if (h2_) {
-    h2_->updateUpstreamReading(client.backedUp());
+  if (codec_) {
+    codec_->updateUpstreamReading(client.backedUp());
   }
 }
 
@@ -130,9 +126,7 @@ bool ClientConnection::clientWanted() const {
     case ConnectionState::Lingering:
       return true;
     case ConnectionState::Serving:
-      return codec_.wantsBytes();
-    case ConnectionState::Multiplexing:
-      return h2_->wantsBytes();
+      return codec_->wantsBytes();
     case ConnectionState::Closing:
     case ConnectionState::Closed:
       return false;
@@ -143,9 +137,7 @@ bool ClientConnection::clientWanted() const {
 void ClientConnection::onRead(io::TcpStream& stream, std::span<const char> data) {
   Cork cork(*this);
   if (&stream == &transport_.stream()) {
-    if (h2_) {
-      h2_->collect();  // (a safe point: no stream's exchange is on the stack)
-    }
+    collect();
     if (opening(state_)) {
       // The proxy head, the ClientHello and the TLS handshake: bounded by handshake_timeout.
       noteProgress();
@@ -168,17 +160,18 @@ void ClientConnection::onClientBytes(std::span<const char> data) {
     case ConnectionState::ReadingProxyHead:
     case ConnectionState::Serving: {
       // Reading is stopped while a head waits for DNS or a connection, but one read may
-      // already have been under way: its bytes are kept for the parser, not parsed yet.
-      const bool held = exchange_.state() == ExchangeState::AwaitingUpstream;
+      // already have been under way: its bytes are kept (in TLS, or by the codec), not parsed
+      // yet.
+      const bool held = codec_->holdsInput();
       if (transport_.secure()) {
         transport_.tls().feed(data);
         if (!held) {
           pumpClientTls();
         }
       } else {
-        codec_.feed(data);
+        codec_->feed(data);
         if (!held) {
-          codec_.process();
+          codec_->process();
         }
       }
       return;
@@ -187,7 +180,6 @@ void ClientConnection::onClientBytes(std::span<const char> data) {
       opening_.onHelloBytes(data);
       return;
     case ConnectionState::TlsHandshake:
-    case ConnectionState::Multiplexing:
       transport_.tls().feed(data);
       pumpClientTls();
       return;
@@ -202,24 +194,13 @@ void ClientConnection::onEof(io::TcpStream& stream) {
   Cork cork(*this);
   if (&stream == &transport_.stream()) {
     noteTunnelEnd(audit::Error::ClientClosed);
-    if (state_ == ConnectionState::Multiplexing) {
-      // The streams in flight finish what they can (their responses cannot be read any more
-      // than an HTTP/1.1 one's: the client may only have shut its side), then the connection.
-      closeAfterExchange();
-      h2_->onClientClosed();
-      if (!closing() && !h2_->busy()) {
-        finishConnection();
-      }
+    if (state_ != ConnectionState::Serving) {
+      close("client closed");  // opening or lingering: nothing to finish
       return;
     }
-    // Nothing decided yet (no head, or only part of one): nothing to finish.
-    if (state_ == ConnectionState::Lingering || betweenRequests() || opening(state_)) {
-      close("client closed");
-      return;
-    }
-    // A request is in flight: finish what can be finished, then close.
+    // What is in flight finishes what it can, then the connection closes.
     closeAfterExchange();
-    exchange_.onClientClosed();
+    codec_->onClientEnd(ClientEnd::Eof);
     return;
   }
   if (upstreams_.isParked(stream)) {
@@ -245,10 +226,8 @@ void ClientConnection::onPeerDrained() {
   Cork cork(*this);
   noteProgress();  // the peer took what it was sent
   updateReading();
-  if (state_ == ConnectionState::Serving && readingRequestBody(exchange_.state())) {
-    codec_.process();
-  } else if (state_ == ConnectionState::Multiplexing) {
-    h2_->onPeerDrained();  // request bodies held while an upstream was backed up
+  if (state_ == ConnectionState::Serving) {
+    codec_->onPeerDrained();  // request bytes held while an upstream was backed up
   }
 }
 
@@ -269,30 +248,37 @@ void ClientConnection::uncork() {
 void ClientConnection::flushCorked() {
   if (closing()) {
     transport_.discard();
-    exchange_.discardCorkedUpstream();
-    if (h2_) {
-      h2_->discardCorkedUpstreams();
+    if (codec_) {
+      codec_->discardCorkedUpstreams();
     }
     return;
   }
-  exchange_.flushCorkedUpstream();
-  if (h2_) {
-    h2_->flushCorkedUpstreams();
-    if (state_ == ConnectionState::Multiplexing) {
-      // The frames of this callback, into the same TLS records and write: nghttp2 hands them
-      // over a frame at a time, gathered here (corked) rather than sealed and written each.
+  if (codec_) {
+    codec_->flushCorkedUpstreams();
+    if (state_ == ConnectionState::Serving) {
+      // What the codec says beyond its requests (HTTP/2's frames), into the same TLS records
+      // and write: gathered here (corked) rather than sealed and written a frame at a time.
       // (Once the connection finishes, its last frames went before close_notify: nothing may
       // follow it.)
       transport_.cork();
-      h2_->send();
+      const bool wrote = codec_->sendPending();
       transport_.uncork();  // (the flush below is this one's)
       if (closing()) {
         return;
       }
-      flushAudit();  // a stream that closed meanwhile: its record before its last bytes
+      if (wrote) {
+        flushAudit();  // a request that ended meanwhile: its record before its last bytes
+      }
     }
   }
   transport_.flush();
+}
+
+void ClientConnection::collect() {
+  retired_.reset();
+  if (codec_) {
+    codec_->collect();
+  }
 }
 
 void ClientConnection::flushAudit() {

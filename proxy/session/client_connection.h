@@ -1,7 +1,7 @@
 #pragma once
 // One client connection from a sandbox: its transport and the requests on it. Every check is
 // decide() (policy/decision.h) on the facts known so far; the connection gathers the facts
-// of the connection itself and leaves each request to an Exchange.
+// of the connection itself and leaves each request to its codec.
 //
 // It owns the client's TCP stream and, inside a tunnel, the TLS session toward the sandbox
 // (terminated with a leaf for H from the sandbox's CA); the writes to the client, corked while
@@ -20,18 +20,18 @@
 //                                     │    v                                     │
 //                                     │  TlsHandshake ── SSL_get_servername = SNI │
 //                                     v    v                                     v
-//                                   Serving: requests come and go (Exchange) <───┘
-//                                      (ALPN h2: Multiplexing, streams at once)
-//   a refusal, the last exchange ──> Lingering (FIN sent, input drained) ──> Closing ──> Closed
+//                                   Serving: the codec's requests come and go <──┘
+//                                      (ALPN h2: HTTP/2's codec, streams at once)
+//   a refusal, the last request ──> Lingering (FIN sent, input drained) ──> Closing ──> Closed
 //
-// HTTP/1.1 bytes are Http1ServerCodec's, each request an Exchange's (exchange.h); the
-// connection keeps one of each and reuses them. HTTP/2 (Multiplexing) bytes are
-// Http2ServerCodec's, made when ALPN agrees h2; each stream is an Http2Stream with its own
-// Exchange (docs/wire.md#http2).
+// The requests are its one codec's (client_codec.h): Http1ServerCodec (made for the explicit
+// listener's proxy head, a redirected plain connection, or a tunnel whose ALPN is http/1.1)
+// or Http2ServerCodec (ALPN h2: docs/wire.md#http2). The connection never asks which it is.
 //
 // Ownership: the worker owns the connection; the connection owns the client stream, its timer,
-// its codec, its exchange (and through it the connector and the upstream in use), the parked
-// upstream and the upstreams being closed (ClientUpstreams). close() closes every handle; when
+// its codec (and through it the requests, their connectors and the upstreams in use), the
+// tunnel's opening and record, the parked upstream and the upstreams being closed
+// (ClientUpstreams). close() closes every handle; when
 // the last close callback has run, WorkerContext::finished() hands the connection back for
 // deletion. No callback outlives it: the DNS lookup is a cancel-on-destroy handle, and streams
 // and timer report their closing before it is handed back.
@@ -45,18 +45,15 @@
 
 #include "policy/decision.h"
 #include "proxy/io/tcp_stream.h"
+#include "proxy/session/codec/client_codec.h"
 #include "proxy/session/client_transport.h"
 #include "proxy/session/client_upstreams.h"
 #include "proxy/session/connection_state.h"
 #include "proxy/session/connection_timer.h"
-#include "proxy/session/exchange.h"
-#include "proxy/session/exchange_host.h"
-#include "proxy/session/http1_server_codec.h"
-#include "proxy/session/http2_server_codec.h"
 #include "proxy/session/sandbox_binding.h"
 #include "proxy/session/tunnel_opening.h"
-#include "proxy/session/upstream_pool.h"
-#include "proxy/session/worker_context.h"
+#include "proxy/session/pool/upstream_pool.h"
+#include "proxy/session/context/worker_context.h"
 
 namespace sluice::proxy {
 struct Generation;
@@ -67,9 +64,7 @@ struct SandboxView;
 namespace sluice::proxy::session {
 
 class ClientConnection final : private io::TcpStream::Handler,
-                               private ExchangeHost,
                                private CodecHost,
-                               private Http2Host,
                                private TransportOwner,
                                private OpeningHost {
  public:
@@ -78,7 +73,7 @@ class ClientConnection final : private io::TcpStream::Handler,
   // is told from its first byte, and H is the SNI or the Host.
   enum class Listener : std::uint8_t { Explicit, Transparent };
 
-  // What happens when the exchange in progress is over.
+  // What happens when the requests in flight are over.
   enum class AfterExchange : std::uint8_t {
     ReadNext,  // keep-alive: the next request
     Close,     // the client or the response asked to close, or the client closed its side
@@ -124,7 +119,7 @@ class ClientConnection final : private io::TcpStream::Handler,
   void onConnected(io::TcpStream&, int) override {}  // (a dial in progress is the connector's)
   void onClosed(io::TcpStream& stream) override;
 
-  // --- ExchangeHost (client_connection.cc)
+  // --- ClientSide (client_connection.cc): what the codec's requests see of the connection
   WorkerContext& context() override { return ctx_; }
   const ConnectionFacts& facts() const override { return facts_; }
   const Generation& generation() const override { return binding_.generation(); }
@@ -147,28 +142,34 @@ class ClientConnection final : private io::TcpStream::Handler,
   void unpark() override;
   void retire(std::unique_ptr<UpstreamConnection> connection) override;
   bool keepsUpstreams() const override;
-  void onExchangeOver(ExchangeState outcome) override;
 
   // --- CodecHost (client_connection.cc, client_connection_requests.cc)
   void sendClient(std::string_view bytes) override { transport_.send(bytes); }
   void sendClientFinal(std::string_view bytes) override { transport_.sendFinal(bytes); }
   bool clientBackedUp() const override { return transport_.stream().backedUp(); }
+  bool takesRequests() const override {
+    return state_ == ConnectionState::Serving || state_ == ConnectionState::ReadingProxyHead;
+  }
+  bool awaitsProxyHead() const override { return state_ == ConnectionState::ReadingProxyHead; }
+  void onProxyHead() override;
+  void onConnectHead(const http::RequestHead& head, std::string_view rest) override;
+  void noteProxyMode(audit::Mode mode) override { facts_.mode = mode; }
+  void onHeadBegun() override;
+  Admission admitRequest() override;
   bool closesAfterExchange() const override { return after_exchange_ != AfterExchange::ReadNext; }
   void closeAfterExchange() override;
-  void onHeadBegun() override;
-  void onConnectHead(const http::RequestHead& head) override;
-  void onRequestHead(const http::RequestHead& head) override;
-  void onBadRequest(policy::Reason reason, std::string_view detail) override;
-
-  // --- Http2Host (client_connection_h2.cc)
-  Admission admitRequest() override;
-  void onStreamsIdle() override;
-  void onCodecDone(std::string_view why) override;
+  bool onRequestsOver() override;
+  // Says goodbye politely: close_notify inside TLS, FIN, then drain the client's input for a
+  // moment so sluice's last bytes are not destroyed by an RST.
+  void finishConnection() override;
+  void noteTunnelEnd(audit::Error why) override;
   void onConnectionError(audit::Error error) override;
-  // ALPN agreed h2: the codec is made and its preface sent. False: the connection closed.
-  bool startHttp2();
-  // The earliest deadline of the exchanges in flight (0: none).
-  std::uint64_t exchangeDeadline() const;
+
+  // A codec for `protocol` from now on; the one it replaces is freed at the next safe point.
+  // False: the connection closed.
+  bool useCodec(audit::Proto protocol);
+  // The earliest deadline of the requests in flight (0: none).
+  std::uint64_t requestDeadline() const { return codec_ ? codec_->deadline() : 0; }
 
   // --- TransportOwner
   void flushRecords() override { flushAudit(); }
@@ -178,29 +179,24 @@ class ClientConnection final : private io::TcpStream::Handler,
   void onClientBytes(std::span<const char> data);
   // Whether the state wants the client's bytes (before the backed-up rule of updateReading()).
   bool clientWanted() const;
+  // A safe point (no request's callback on the stack): finished requests and a replaced codec
+  // are freed.
+  void collect();
   // Hands this connection's buffered audit records to the OS (before the client is closed).
   void flushAudit();
 
   // --- OpeningHost, and the tunnel once open (client_connection_tunnel.cc)
+  void onPlainHttp(std::span<const char> data) override;
   void onHandshakeBytes() override;
   void onTunnelOpen() override;
   void onHandshakeFailed(const tls::Failure& failure) override;
-  // Why a tunnel that has carried no request ends (the first cause noted stands)...
-  void noteTunnelEnd(audit::Error why);
-  // ... and its record, when the connection ends without one (docs/audit.md#errors).
+  bool auditAvailable() const override { return binding_.auditAvailable(); }
+  // The tunnel's record, when the connection ends without a record (docs/audit.md#errors).
   void recordQuietTunnel();
   // Decrypts what the client sent into the codec (the handshake first, while it runs).
   void pumpClientTls();
 
   // --- requests (client_connection_requests.cc)
-  // The first head on the explicit listener when it is not CONNECT: forward mode.
-  void onProxyHead(const http::RequestHead& head);
-  // The record of a head the parser refused says what had been received.
-  void describeRefusedHead();
-  // A new request (a head, a CONNECT, a redirected ClientHello) while this sandbox's audit file
-  // cannot be written: refused, audit_unavailable, its record kept with the others. True when
-  // it was; the one place that check is made.
-  bool refuseIfAuditUnavailable() override;
   // A new request (or tunnel) starts: it is judged by the generation in force now. False, and
   // the connection ended, when that generation no longer has this sandbox (or has it with
   // another CA): a removed sandbox's connections drain.
@@ -212,15 +208,10 @@ class ClientConnection final : private io::TcpStream::Handler,
   // The one way the state changes: false (logged; an assertion in debug builds) for a move
   // kConnectionMachine does not list, and the state stays.
   bool transition(ConnectionState next) override;
-  // Says goodbye politely: close_notify inside TLS, FIN, then drain the client's input for a
-  // moment so sluice's last bytes are not destroyed by an RST.
-  void finishConnection() override;
   // A handle closed; the last one moves the connection to Closed and hands it back.
   void handleClosed();
   // Serving, and no request in progress: waiting for the next head.
-  bool betweenRequests() const {
-    return state_ == ConnectionState::Serving && !exchange_.inFlight();
-  }
+  bool betweenRequests() const { return state_ == ConnectionState::Serving && !codec_->inFlight(); }
   void releaseIdleBuffers();
   std::uint64_t idleTimeoutMs() const;
   void onTimer();
@@ -240,9 +231,8 @@ class ClientConnection final : private io::TcpStream::Handler,
   ClientTransport transport_;
   ConnectionTimer timer_;
 
-  Http1ServerCodec codec_;
-  Exchange exchange_;
-  std::unique_ptr<Http2ServerCodec> h2_;  // Multiplexing only
+  std::unique_ptr<ClientCodec> codec_;    // the requests' (none before the first byte or TLS)
+  std::unique_ptr<ClientCodec> retired_;  // replaced, freed at the next safe point (collect)
   TunnelOpening opening_;
   ClientUpstreams upstreams_;  // parked between requests, or closing
 };

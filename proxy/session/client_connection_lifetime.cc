@@ -5,7 +5,7 @@
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
 #include "proxy/session/client_connection.h"
-#include "proxy/session/state_change.h"
+#include "proxy/session/context/state_change.h"
 
 namespace sluice::proxy::session {
 
@@ -28,30 +28,25 @@ bool ClientConnection::transition(ConnectionState next) {
   return true;
 }
 
-void ClientConnection::onExchangeOver(ExchangeState outcome) {
-  if (outcome == ExchangeState::Denied) {
-    finishConnection();  // a denied connection is not kept (docs/wire.md#denials)
-    return;
-  }
-  if (outcome != ExchangeState::Complete) {
-    return;
-  }
-  if (after_exchange_ != AfterExchange::ReadNext) {
+bool ClientConnection::onRequestsOver() {
+  if (after_exchange_ != AfterExchange::ReadNext || codec_->goingAway()) {
     finishConnection();
-    return;
+    return false;
   }
-  noteProgress();
+  noteProgress();  // idle_timeout counts from the last request's end
   timer_.setRelease(timer_.lastProgress() + kReleaseIdleBuffersMs);
   armTimer();
-  codec_.process();  // a pipelined request may already be here
+  return true;
 }
 
 void ClientConnection::finishConnection() {
   if (closing() || state_ == ConnectionState::Lingering) {
     return;
   }
-  if (h2_) {
-    h2_->finish();  // GOAWAY (unless said), the streams still in flight cut short, on record
+  if (codec_) {
+    // HTTP/2: GOAWAY (unless said), the streams still in flight cut short, on record; every
+    // request's upstream is released.
+    codec_->finish();
   }
   recordQuietTunnel();
   flushAudit();   // the record before the answer's last bytes, and before the connection closes
@@ -63,7 +58,6 @@ void ClientConnection::finishConnection() {
       return;
     }
   }
-  exchange_.releaseUpstream();
   unpark();
   flushAudit();  // (a record of what just happened, if any)
   transport_.stream().shutdownWrite();
@@ -77,15 +71,13 @@ void ClientConnection::close(std::string_view why) {
     return;
   }
   SPDLOG_DEBUG("[C{}] close: {}", facts_.id, why);
-  exchange_.abandon();  // a request cut short still gets its record
-  if (h2_) {
-    h2_->abandon();
+  if (codec_) {
+    codec_->abandon();  // a request cut short still gets its record
   }
   recordQuietTunnel();
   transition(ConnectionState::Closing);
-  exchange_.dropUpstream();  // the lookup is cancelled: the resolver will not call back
-  if (h2_) {
-    h2_->dropUpstreams();
+  if (codec_) {
+    codec_->dropUpstreams();  // lookups are cancelled: the resolver will not call back
   }
   flushAudit();
   transport_.stream().close();
@@ -153,7 +145,7 @@ bool ClientConnection::keepsUpstreams() const {
 
 void ClientConnection::armTimer() {
   if (!closing()) {
-    timer_.arm(idleTimeoutMs(), exchangeDeadline());
+    timer_.arm(idleTimeoutMs(), requestDeadline());
   }
 }
 
@@ -165,22 +157,19 @@ std::uint64_t ClientConnection::idleTimeoutMs() const {
 // space go back after a second without a request (not at once: a busy client would pay for the
 // memory twice per request). What a connection costs idle is what sluice costs at scale.
 void ClientConnection::releaseIdleBuffers() {
-  if (!betweenRequests() || codec_.pending() != 0 || transport_.corked()) {
+  if (state_ != ConnectionState::Serving || !codec_->idle() || transport_.corked()) {
     return;
   }
   unpark();  // an idle client's upstream may serve another client meanwhile
   ctx_.state->heap_shrank.store(true, std::memory_order_relaxed);
   transport_.releaseBuffers();
-  exchange_.releaseBuffers();
-  codec_.releaseBuffers();
+  codec_->releaseBuffers();
 }
 
 void ClientConnection::onTimer() {
   Cork cork(*this);
-  if (h2_) {
-    h2_->collect();  // (a safe point: no stream's exchange is on the stack)
-  }
-  const ConnectionTimer::Due due = timer_.fired(idleTimeoutMs(), exchangeDeadline());
+  collect();
+  const ConnectionTimer::Due due = timer_.fired(idleTimeoutMs(), requestDeadline());
   if (due.release) {
     releaseIdleBuffers();
   }
@@ -192,21 +181,13 @@ void ClientConnection::onTimer() {
     close("linger over");
     return;
   }
-  if (state_ == ConnectionState::Serving && exchange_.onTimeout(due.other)) {
-    return;  // a connect deadline (the next address), or no answer in time
-  }
-  if (state_ == ConnectionState::Multiplexing) {
-    if (h2_->onTimeout(due.other) || (!due.idle && !due.phase)) {
-      armTimer();
-      return;  // the streams that waited were answered (504) or moved on; the others go on
-    }
-    // Idle with no stream waiting: GOAWAY, politely (docs/wire.md#http2).
-    noteTunnelEnd(audit::Error::TimedOut);
-    finishConnection();
+  if (state_ == ConnectionState::Serving) {
+    // A request's deadline (504, the next address), or the connection idled: its codec says
+    // what that means for the requests in flight, and how the connection ends.
+    codec_->onTimeout(Expired{due.phase, due.other, due.idle});
     return;
   }
-  // The handshake, or a request head, took too long, or the connection idled between requests
-  // (or while its request body was held): nothing was asked, so nothing is answered.
+  // The handshake, or the proxy head, took too long: nothing was asked, so nothing is answered.
   noteTunnelEnd(audit::Error::TimedOut);
   close(due.phase ? "handshake or request head too slow" : "idle timeout");
 }

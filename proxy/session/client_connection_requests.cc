@@ -1,16 +1,11 @@
-// Where the connection's requests begin: the explicit listener's first head (CONNECT, or an
-// absolute-form request), each request head with H taken from the connection's route (the
-// tunnel, the Host of a redirected connection, the absolute URL), heads the parser refused, and
-// the checks every new request meets first (the generation in force, the audit log writable).
+// Where the connection's requests begin: the explicit listener's first head (a CONNECT for the
+// tunnel's opening, or forward mode), the deadline of a head trickled in, and the checks every
+// new request meets first (the generation in force, the audit log writable).
 #include <spdlog/spdlog.h>
 
-#include "policy/authority.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
 #include "proxy/session/client_connection.h"
-#include "proxy/session/denial.h"
-#include "proxy/session/request_target.h"
-#include "proxy/tls/client_hello.h"
 
 namespace sluice::proxy::session {
 
@@ -24,19 +19,22 @@ bool ClientConnection::takeUpCurrentGeneration() {
   return false;
 }
 
-bool ClientConnection::refuseIfAuditUnavailable() {
-  if (binding_.auditAvailable()) {
-    return false;
+Admission ClientConnection::admitRequest() {
+  const std::shared_ptr<const Generation>& current = ctx_.currentGeneration();
+  // A reload: the requests in flight keep the generation they were decided by, so the
+  // connection takes up the new one only when none is in flight (HTTP/1.1: always, at a new
+  // head); a generation without this sandbox (or with another CA) is never taken up.
+  if (!binding_.bound(current) && (codec_->inFlight() || !binding_.takeUp(current))) {
+    SPDLOG_DEBUG("[C{}] a request under a generation the connection cannot take up: refused",
+                 facts_.id);
+    return Admission::Refuse;
   }
-  constexpr std::string_view kDetail = "the audit log cannot be written; try again later";
-  if (state_ == ConnectionState::ReadingClientHello) {
-    // No TLS session to answer over: an alert, as for any refused ClientHello.
-    opening_.refuse(policy::Reason::AuditUnavailable, tls::kAlertInternalError, kDetail);
-  } else {
-    describeRefusedHead();  // what was asked, for its record
-    exchange_.deny(policy::Reason::AuditUnavailable, kDetail);
+  if (!binding_.auditAvailable()) {
+    return Admission::AuditUnavailable;
   }
-  return true;
+  timer_.setPhase(0);  // the head is complete
+  timer_.setRelease(0);
+  return Admission::Admit;
 }
 
 void ClientConnection::onHeadBegun() {
@@ -49,56 +47,21 @@ void ClientConnection::onHeadBegun() {
   }
 }
 
-void ClientConnection::onBadRequest(policy::Reason reason, std::string_view detail) {
-  SPDLOG_DEBUG("[C{}] bad request: {}", facts_.id, detail);
-  if (!exchange_.inFlight()) {
-    describeRefusedHead();
-  }
-  exchange_.deny(reason, detail);
-}
-
-void ClientConnection::describeRefusedHead() {
-  exchange_.beginRecord(false);
-  recordRefusedHead(codec_.partialHead(), facts_, state_ == ConnectionState::ReadingProxyHead,
-                    exchange_.record(), facts_.mode);
-}
-
 // The first head on the explicit listener, when it is not CONNECT: plain-HTTP forwarding of an
 // absolute-form request (docs/wire.md#explicit-proxy). Each request on this connection names
 // its own host.
-void ClientConnection::onProxyHead(const http::RequestHead& head) {
+void ClientConnection::onProxyHead() {
   facts_.mode = audit::Mode::Forward;
   facts_.route = Route::Forward;
   timer_.setPhase(0);
   transition(ConnectionState::Serving);
-  onRequestHead(head);
 }
 
-void ClientConnection::onRequestHead(const http::RequestHead& head) {
-  if (state_ == ConnectionState::ReadingProxyHead) {
-    onProxyHead(head);
+void ClientConnection::onConnectHead(const http::RequestHead& head, std::string_view rest) {
+  if (!takeUpCurrentGeneration()) {
     return;
   }
-  if (betweenRequests()) {
-    timer_.setPhase(0);  // the head is complete
-  }
-  if (!takeUpCurrentGeneration() || refuseIfAuditUnavailable()) {
-    return;
-  }
-  timer_.setRelease(0);
-  exchange_.beginRequest(head, config().audit.hash_bodies);
-  if (std::optional<TargetRefusal> refused = targetOf(facts_, head, exchange_.record())) {
-    exchange_.deny(refused->reason, refused->detail);
-    return;
-  }
-  exchange_.decide();
-}
-
-void ClientConnection::onConnectHead(const http::RequestHead& head) {
-  if (!takeUpCurrentGeneration() || refuseIfAuditUnavailable()) {
-    return;
-  }
-  opening_.onConnect(head);
+  opening_.onConnect(head, rest);
 }
 
 }  // namespace sluice::proxy::session

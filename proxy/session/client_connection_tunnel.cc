@@ -5,6 +5,8 @@
 
 #include "proxy/runtime/generation.h"
 #include "proxy/session/client_connection.h"
+#include "proxy/session/http1/http1_server_codec.h"
+#include "proxy/session/http2/http2_server_codec.h"
 #include "proxy/tls/tls_context.h"
 
 namespace sluice::proxy::session {
@@ -79,30 +81,59 @@ void ClientConnection::recordQuietTunnel() {
   if (!tunnel || audited_) {
     return;
   }
-  audit::Proto proto = audit::Proto::None;
-  if (h2_) {
-    proto = audit::Proto::H2;
-  } else if (transport_.secure() && transport_.tls().handshakeDone()) {
-    proto = audit::Proto::Http1;
-  }
+  const bool spoken = transport_.secure() && transport_.tls().handshakeDone() && codec_;
   // (No cause noted: the sandbox's side ended it, a GOAWAY or a TLS close without a request.)
-  const audit::Error why =
-      tunnel_end_ == audit::Error::None ? audit::Error::ClientClosed : tunnel_end_;
-  exchange_.recordQuietTunnel(proto, why, facts_.mode == audit::Mode::Connect ? 200 : 0);
+  opening_.recordQuiet(spoken ? codec_->protocol() : audit::Proto::None,
+                       tunnel_end_ == audit::Error::None ? audit::Error::ClientClosed
+                                                         : tunnel_end_);
+}
+
+void ClientConnection::onConnectionError(audit::Error error) {
+  opening_.recordFailure(codec_->protocol(), error);
 }
 
 void ClientConnection::onHandshakeBytes() { pumpClientTls(); }
+
+void ClientConnection::onPlainHttp(std::span<const char> data) {
+  if (!useCodec(audit::Proto::Http1)) {
+    return;
+  }
+  transition(ConnectionState::Serving);
+  codec_->feed(data);
+  codec_->process();
+}
 
 void ClientConnection::onTunnelOpen() {
   timer_.setPhase(0);
   timer_.setRelease(timer_.now() + 1000);  // a tunnel opened ahead of its first use
   armTimer();
-  if (transport_.tls().alpn() == tls::kAlpnH2) {
-    startHttp2();
+  const bool h2 = transport_.tls().alpn() == tls::kAlpnH2;
+  if (!useCodec(h2 ? audit::Proto::H2 : audit::Proto::Http1)) {
     return;
   }
-  codec_.restart();
+  SPDLOG_DEBUG("[C{}] ALPN {}: {}", facts_.id, h2 ? "h2" : "http/1.1",
+               h2 ? "streams" : "requests");
   transition(ConnectionState::Serving);
+}
+
+// A new byte stream (the requests inside a tunnel, a redirected plain connection) gets a codec
+// of its own: the proxy head's, if any, is done with.
+bool ClientConnection::useCodec(audit::Proto protocol) {
+  const std::size_t max_header_bytes = config().limits.max_header_bytes;
+  std::unique_ptr<ClientCodec> made;
+  if (protocol == audit::Proto::H2) {
+    auto h2 = std::make_unique<Http2ServerCodec>(static_cast<CodecHost&>(*this), max_header_bytes);
+    if (!h2->start()) {
+      close("cannot start an HTTP/2 session");
+      return false;
+    }
+    made = std::move(h2);
+  } else {
+    made = std::make_unique<Http1ServerCodec>(static_cast<CodecHost&>(*this), max_header_bytes);
+  }
+  retired_ = std::move(codec_);
+  codec_ = std::move(made);
+  return true;
 }
 
 void ClientConnection::pumpClientTls() {
@@ -110,50 +141,30 @@ void ClientConnection::pumpClientTls() {
     return;
   }
   const tls::ReadStatus status = transport_.tls().readEach([this](std::span<const char> plain) {
-    if (h2_) {
-      if (state_ != ConnectionState::Multiplexing) {
-        return false;  // the session is over: nothing more is read
-      }
-      noteProgress();
-      h2_->feed(plain);  // frames are processed as they complete: nothing is copied
-      return !closing() && state_ == ConnectionState::Multiplexing;
+    if (state_ != ConnectionState::Serving) {
+      return false;  // the codec is over (an HTTP/2 session ended): nothing more is read
     }
-    codec_.feed(plain);  // copied: the codec keeps what it has not parsed yet
-    return true;
+    return codec_->feed(plain) && !closing() && state_ == ConnectionState::Serving;
   });
   sendClient({});  // TLS 1.3 may answer records (key updates) even on read
-  if (closing()) {
+  if (closing() || state_ != ConnectionState::Serving) {
     return;
   }
-  if (h2_) {
-    if (state_ == ConnectionState::Multiplexing &&
-        (status == tls::ReadStatus::Closed || status == tls::ReadStatus::Failed)) {
-      onEof(transport_.stream());  // close_notify or a failure: as the end of its stream
-    }
+  codec_->process();
+  if (status == tls::ReadStatus::WantIo || closing() || state_ != ConnectionState::Serving) {
     return;
   }
-  codec_.process();
-  if (status == tls::ReadStatus::WantIo) {
-    return;
-  }
-  // close_notify or a fatal error: what arrived before it is parsed (above), then the connection
-  // ends. After close_notify the answer to a request in flight can still be sent; after a failure
-  // (garbage, too many KeyUpdates) nothing can, so it ends now.
+  // close_notify or a fatal error: what arrived before it is taken (above), then the
+  // connection ends. After close_notify the answer to a request in flight can still be sent;
+  // after a failure (garbage, too many KeyUpdates) nothing can.
   if (status == tls::ReadStatus::Failed) {
     SPDLOG_DEBUG("[C{}] sandbox TLS failed: {}", facts_.id, transport_.tls().failure().detail);
   }
   noteTunnelEnd(status == tls::ReadStatus::Failed ? audit::Error::TlsFailed
                                                   : audit::Error::ClientClosed);
-  if (!closing() && state_ != ConnectionState::Lingering) {
-    if (exchange_.inFlight() && status == tls::ReadStatus::Closed) {
-      closeAfterExchange();
-      if (exchange_.state() == ExchangeState::Tunneling) {
-        exchange_.onClientClosed();  // close_notify ends the client's side of a WebSocket
-      }
-    } else {
-      finishConnection();
-    }
-  }
+  closeAfterExchange();
+  codec_->onClientEnd(status == tls::ReadStatus::Failed ? ClientEnd::TlsFailed
+                                                        : ClientEnd::CloseNotify);
 }
 
 }  // namespace sluice::proxy::session

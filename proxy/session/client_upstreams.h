@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "proxy/io/tcp_stream.h"
-#include "proxy/session/upstream_pool.h"
+#include "proxy/session/pool/upstream_pool.h"
 
 namespace sluice::proxy::session {
 

@@ -1,14 +1,14 @@
 #pragma once
 // The states of one client connection and the moves between them: the one table that
 // ClientConnection::transition() obeys and ARCHITECTURE.md draws ("The life of a connection").
-// What happens to each request on the connection is the exchange's machine (exchange_state.h);
-// Serving is where exchanges come and go.
+// What happens to each request on the connection is its codec's (client_codec.h): HTTP/1.1 or
+// HTTP/2, the connection does not ask which. Serving is where requests come and go.
 
 #include <array>
 #include <cstdint>
 #include <string_view>
 
-#include "proxy/session/state_table.h"
+#include "proxy/session/context/state_table.h"
 
 namespace sluice::proxy::session {
 
@@ -17,8 +17,7 @@ enum class ConnectionState : std::uint8_t {
   ReadingProxyHead,    // explicit: CONNECT, or an absolute-form request (forward mode)
   ReadingClientHello,  // a tunnel: sluice's own parser reads the ClientHello for its SNI
   TlsHandshake,        // a leaf for H from the sandbox's CA; OpenSSL must negotiate that name
-  Serving,             // HTTP/1.1: requests (exchanges) come and go, one at a time
-  Multiplexing,        // HTTP/2 (ALPN h2): streams, each an exchange, come and go at once
+  Serving,             // the codec's requests come and go (HTTP/1.1 one at a time, HTTP/2 at once)
   Lingering,           // sluice's last bytes and FIN sent; the input is drained for a moment
   Closing,             // every handle is closing
   Closed,              // the last close callback ran: the worker may free the connection
@@ -27,8 +26,8 @@ enum class ConnectionState : std::uint8_t {
 inline constexpr TransitionTable kConnectionMachine{
     "connection",
     std::to_array<std::string_view>({"Sniffing", "ReadingProxyHead", "ReadingClientHello",
-                                     "TlsHandshake", "Serving", "Multiplexing", "Lingering",
-                                     "Closing", "Closed"}),
+                                     "TlsHandshake", "Serving", "Lingering", "Closing",
+                                     "Closed"}),
     std::to_array<Transition<ConnectionState>>({
         {ConnectionState::Sniffing, ConnectionState::ReadingClientHello,
          "a TLS handshake record (0x16): H is the SNI"},
@@ -51,21 +50,15 @@ inline constexpr TransitionTable kConnectionMachine{
         {ConnectionState::ReadingClientHello, ConnectionState::Closing,
          "EOF, a read error, handshake_timeout"},
         {ConnectionState::TlsHandshake, ConnectionState::Serving,
-         "handshake done and OpenSSL's SNI is the one decided on"},
-        {ConnectionState::TlsHandshake, ConnectionState::Multiplexing,
-         "handshake done as for Serving, and ALPN agreed h2"},
+         "handshake done, OpenSSL's SNI the one decided on: the ALPN's codec"},
         {ConnectionState::TlsHandshake, ConnectionState::Lingering,
          "the handshake failed, or OpenSSL saw another name"},
         {ConnectionState::TlsHandshake, ConnectionState::Closing,
          "EOF, a read error, handshake_timeout"},
         {ConnectionState::Serving, ConnectionState::Lingering,
-         "a denial, the last exchange of a closing or draining connection"},
+         "a denial, the last request of a closing or draining connection, GOAWAY"},
         {ConnectionState::Serving, ConnectionState::Closing,
          "EOF between requests, a reset, idle_timeout, shutdown"},
-        {ConnectionState::Multiplexing, ConnectionState::Lingering,
-         "GOAWAY and the last stream over (drain, reload, EOF, idle), or the session ended"},
-        {ConnectionState::Multiplexing, ConnectionState::Closing,
-         "a reset, a read error, shutdown"},
         {ConnectionState::Lingering, ConnectionState::Closing, "EOF, or the linger is over"},
         {ConnectionState::Closing, ConnectionState::Closed, "the last handle closed"},
     })};

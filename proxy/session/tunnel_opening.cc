@@ -5,7 +5,7 @@
 #include "policy/authority.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
-#include "proxy/session/denial.h"
+#include "proxy/session/exchange/denial.h"
 #include "proxy/tls/client_hello.h"
 
 namespace sluice::proxy::session {
@@ -19,63 +19,67 @@ using tls::kAlertUnrecognizedName;
 
 }  // namespace
 
-TunnelOpening::TunnelOpening(OpeningHost& host, WorkerContext& context, ConnectionFacts& facts,
-                             Exchange& exchange, ClientTransport& transport,
-                             Http1ServerCodec& codec)
-    : host_(host),
-      ctx_(context),
-      facts_(facts),
-      exchange_(exchange),
-      transport_(transport),
-      codec_(codec) {}
+TunnelOpening::TunnelOpening(OpeningHost& host, ClientSide& side, ConnectionFacts& facts,
+                             ClientTransport& transport)
+    : host_(host), side_(side), facts_(facts), transport_(transport) {}
 
-void TunnelOpening::onConnect(const http::RequestHead& head) {
-  exchange_.beginRecord(false);
-  RequestRecord& record = exchange_.record();
-  record.method = "CONNECT";
-  record.url.assign("https://").append(head.connect_authority);
-  record.scheme = policy::Scheme::Https;
+void TunnelOpening::begin() {
+  record_.reset(uv_now(side_.context().loop), uv_hrtime(), false);
+  rate_ = RateToken::NotTaken;
+}
+
+void TunnelOpening::onConnect(const http::RequestHead& head, std::string_view rest) {
+  begin();
+  record_.proto = audit::Proto::Http1;  // the CONNECT is an HTTP/1.1 request
+  record_.method = "CONNECT";
+  record_.url.assign("https://").append(head.connect_authority);
+  record_.scheme = policy::Scheme::Https;
   if (head.host_count == 1) {
-    record.host_header.emplace(head.host);
+    record_.host_header.emplace(head.host);
   }
-  if (host_.state() != ConnectionState::ReadingProxyHead) {
-    exchange_.deny(policy::Reason::BadRequest, facts_.mode == audit::Mode::Transparent
-                                                   ? "CONNECT on a redirected connection"
-                                                   : "CONNECT inside a tunnel");
+  if (!host_.auditAvailable()) {
+    refuseConnect(policy::Reason::AuditUnavailable, kAuditUnavailableDetail);
     return;
   }
   facts_.authority.assign(head.connect_authority);
   auto authority = policy::parseAuthority(facts_.authority, policy::PortRule::Required);
   if (!authority) {
-    exchange_.deny(policy::Reason::BadRequest, policy::toString(authority.error()));
+    refuseConnect(policy::Reason::BadRequest, policy::toString(authority.error()));
     return;
   }
   facts_.host.assign(authority->host);
   facts_.port = *authority->port;
-  record.target_host = facts_.host;
-  record.port = facts_.port;
+  record_.target_host = facts_.host;
+  record_.port = facts_.port;
 
   policy::RequestFacts facts;
   facts.target_host = facts_.host;
   facts.port = facts_.port;
   facts.scheme = policy::Scheme::Https;
   policy::Decision d = policy::decide(host_.sandbox(), facts);
-  record.host.assign(d.host.text());
-  record.rule = d.rule != nullptr ? d.rule->name : std::string();
+  record_.host.assign(d.host.text());
+  record_.rule = d.rule != nullptr ? d.rule->name : std::string();
   if (!d.forwards()) {
-    // A refused CONNECT is a request that ends here, with a record: deny() takes a token for
-    // it like for any request (an allowed one does not; the requests inside the tunnel will).
-    exchange_.refuse(d, record.host.empty() ? facts_.host : record.host, "CONNECT",
-                     facts_.authority);
+    // A refused CONNECT is a request that ends here, with a record, and it takes a token like
+    // any request (an allowed one does not; the requests inside the tunnel will). Nothing was
+    // resolved: an ip_denied here is an IP literal's own address.
+    const std::string_view host = record_.host.empty() ? facts_.host : record_.host;
+    if (d.reason == policy::Reason::IpDenied && d.host.isIpLiteral()) {
+      listDeniedAddresses(host_.sandbox(), d.rule,
+                          std::span<const policy::IpAddress>(&d.host.address(), 1), facts_.port,
+                          record_.denied_addrs);
+      refuseConnect(d.reason, explainIpDenied(host, record_.denied_addrs, d.rule));
+      return;
+    }
+    refuseConnect(d.reason,
+                  explainDenial(d.reason, host_.sandbox().name, host, "CONNECT", facts_.authority));
     return;
   }
-  record.verdict = d.verdict;
-  record.policy_reason = d.reason;
-  exchange_.tunnelOpened();  // the tunnel is not a request; each request inside it will be
+  record_.verdict = d.verdict;
+  record_.policy_reason = d.reason;
   // The tunnel is open; what follows must be a ClientHello naming H.
   facts_.mode = audit::Mode::Connect;
-  hello_.assign(codec_.unparsed());
-  codec_.dropUnparsed();
+  hello_.assign(rest);
   host_.flushCorked();
   transport_.writeRaw("HTTP/1.1 200 Connection established\r\n\r\n");
   host_.transition(ConnectionState::ReadingClientHello);
@@ -93,9 +97,7 @@ void TunnelOpening::onFirstBytes(std::span<const char> data) {
     return;
   }
   facts_.route = Route::Plain;
-  host_.transition(ConnectionState::Serving);
-  codec_.feed(data);
-  codec_.process();
+  host_.onPlainHttp(data);
 }
 
 void TunnelOpening::onHelloBytes(std::span<const char> data) {
@@ -135,14 +137,14 @@ void TunnelOpening::processClientHello() {
     facts_.host.assign(hello.info.sni_state == tls::SniState::Present ? hello.info.sni()
                                                                       : std::string_view{});
     facts_.authority = facts_.host + ":" + std::to_string(facts_.port);
-    // A record is written only if the connection is refused here: the tunnel is no request.
-    exchange_.beginRecord(false);
-    exchange_.record().proto = audit::Proto::None;  // a ClientHello: no HTTP yet
+    // The tunnel's record: written if the connection is refused here or carries no request.
+    begin();
+    record_.proto = audit::Proto::None;  // a ClientHello: no HTTP yet
     // No usable SNI, no H: the url is null (docs/audit.md), not "https://:443".
     if (!facts_.host.empty()) {
-      exchange_.record().url = "https://" + facts_.authority;
+      record_.url = "https://" + facts_.authority;
     }
-    exchange_.record().scheme = policy::Scheme::Https;
+    record_.scheme = policy::Scheme::Https;
     if (hello.info.sni_state == tls::SniState::Absent) {
       refuse(policy::Reason::SniMissing, kAlertUnrecognizedName, "no SNI");
       return;
@@ -173,24 +175,26 @@ void TunnelOpening::processClientHello() {
       break;
   }
   facts_.sni_state = facts.sni_state;
-  // A redirected connection's tunnel is a new request; after a CONNECT, the CONNECT was.
-  if (transparent && host_.refuseIfAuditUnavailable()) {
+  // A redirected connection's tunnel is a new request; after a CONNECT, the CONNECT was. No TLS
+  // session to answer over: an alert, as for any refused ClientHello.
+  if (transparent && !host_.auditAvailable()) {
+    refuse(policy::Reason::AuditUnavailable, kAlertInternalError, kAuditUnavailableDetail);
     return;
   }
   policy::Decision d = policy::decide(host_.sandbox(), facts);
-  exchange_.record().rule = d.rule != nullptr ? d.rule->name : std::string();
+  record_.rule = d.rule != nullptr ? d.rule->name : std::string();
   if (!d.forwards()) {
     refuse(d.reason, kAlertUnrecognizedName, facts_.sni);
     return;
   }
   if (transparent) {
-    exchange_.record().verdict = d.verdict;  // (after a CONNECT, the CONNECT's stands)
-    exchange_.record().policy_reason = d.reason;
+    record_.verdict = d.verdict;  // (after a CONNECT, the CONNECT's stands)
+    record_.policy_reason = d.reason;
   }
 
   // Mint (or take from the cache) a leaf for H only now, after the decision: a name the policy
   // refuses never costs a signature.
-  auto leaf = host_.runtime().leaves->get(d.host.text());
+  auto leaf = side_.runtime().leaves->get(d.host.text());
   if (!leaf) {
     spdlog::error("[C{}] cannot mint a certificate for {}: {}", facts_.id, d.host.text(),
                   leaf.error());
@@ -198,8 +202,8 @@ void TunnelOpening::processClientHello() {
     return;
   }
   auto session =
-      tls::TlsSession::server(ctx_.state->sandbox_tls.get(), leaf.value()->certificate.get(),
-                              host_.runtime().leaves->key());
+      tls::TlsSession::server(side_.context().state->sandbox_tls.get(),
+                              leaf.value()->certificate.get(), side_.runtime().leaves->key());
   if (!session) {
     spdlog::error("[C{}] TLS setup failed: {}", facts_.id, session.error());
     refuse(policy::Reason::None, kAlertInternalError, "");
@@ -210,9 +214,6 @@ void TunnelOpening::processClientHello() {
   transport_.tls().feed(std::span<const char>(hello_.data(), hello_.size()));
   hello_.clear();
   hello_.shrink_to_fit();
-  if (exchange_.state() == ExchangeState::Deciding) {
-    exchange_.tunnelOpened();  // a redirected connection's tunnel: not a request
-  }
   host_.transition(ConnectionState::TlsHandshake);
   host_.onHandshakeBytes();
 }
@@ -248,10 +249,83 @@ void TunnelOpening::refuse(policy::Reason reason, std::uint8_t alert, std::strin
     transport_.writeRaw(
         std::string_view(reinterpret_cast<const char*>(record.data()), record.size()));
   }
-  // On record like a refused request (None: sluice's own failure).
-  exchange_.refuseWithoutAnswer(reason, detail);
-  transport_.dropTls();                   // nothing polite to say over a TLS session that never was
+  // On record like a refused request (None: sluice's own failure: no request, no record).
+  if (reason != policy::Reason::None) {
+    std::string over_rate;
+    reason = settle(reason, detail, over_rate);
+    write(policy::Verdict::Deny, reason, 0);
+  }
+  transport_.dropTls();  // nothing polite to say over a TLS session that never was
   host_.finishConnection();
+}
+
+void TunnelOpening::refuseConnect(policy::Reason reason, std::string_view detail) {
+  Cork cork(side_);  // the record reaches the OS before the answer
+  std::string over_rate;
+  reason = settle(reason, detail, over_rate);
+  record_.verdict = policy::Verdict::Deny;
+  record_.refusal = reason;
+  std::string answer;
+  appendDenial(answer, reason, detail);
+  transport_.send(answer);
+  if (host_.closing()) {
+    return;
+  }
+  write(policy::Verdict::Deny, reason, policy::reasonInfo(reason).http_status);
+  host_.finishConnection();  // a denied connection is not kept (docs/wire.md#denials)
+}
+
+void TunnelOpening::refuseConnection(policy::Reason reason, std::string_view detail,
+                                     bool answer) {
+  begin();
+  rate_ = RateToken::Waived;  // not a request: the limit is its reason
+  if (answer) {
+    record_.proto = audit::Proto::Http1;
+    refuseConnect(reason, detail);
+    return;
+  }
+  record_.proto = audit::Proto::None;  // closed before any HTTP
+  std::string over_rate;
+  reason = settle(reason, detail, over_rate);
+  write(policy::Verdict::Deny, reason, 0);
+}
+
+void TunnelOpening::recordQuiet(audit::Proto proto, audit::Error why) {
+  record_.proto = proto;
+  record_.error = why;
+  write(record_.verdict, record_.outcomeReason(), facts_.mode == audit::Mode::Connect ? 200 : 0);
+}
+
+void TunnelOpening::recordFailure(audit::Proto proto, audit::Error error) {
+  record_.proto = proto;
+  record_.error = error;
+  write(policy::Verdict::Deny, policy::Reason::BadRequest, 0);
+}
+
+policy::Reason TunnelOpening::settle(policy::Reason reason, std::string_view& detail,
+                                     std::string& over_rate) {
+  if (!takeRequestToken(rate_, side_.sandboxView())) {
+    reason = policy::Reason::RateLimited;
+    over_rate = rateLimitDetail(host_.sandbox());
+    detail = over_rate;
+    record_.rule.clear();
+  }
+  if (reason != policy::Reason::IpDenied) {
+    record_.denied_addrs.clear();  // (listed for an ip_denied the rate overrode)
+  }
+  normaliseUrl(record_.url);
+  logDenial(side_.runtime().denial_lines, uv_now(side_.context().loop), host_.sandbox().name,
+            record_.host, record_.method, record_.url, reason, detail);
+  return reason;
+}
+
+void TunnelOpening::write(policy::Verdict verdict, policy::Reason reason, int status) {
+  if (side_.sandboxView().audit == nullptr) {
+    return;
+  }
+  writeAuditRecord(record_, facts_, side_.sandboxView(), side_.runtime(),
+                   uv_now(side_.context().loop), verdict, reason, status);
+  side_.noteAudited();
 }
 
 }  // namespace sluice::proxy::session

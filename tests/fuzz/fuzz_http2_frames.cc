@@ -2,7 +2,7 @@
 // as sluice runs it (Http2ServerCodec::newServerSession: its options, SETTINGS, windows, flood
 // limits) and Http2RequestBuilder on every request head, answered the way Http2Stream answers
 // (a response whose DATA is pulled from a buffer, request windows given back as consumed).
-// Parser files: proxy/session/http2_server_codec.cc proxy/http/http2_request.cc
+// Parser files: proxy/session/http2/http2_server_codec.cc proxy/http/http2_request.cc
 // The input follows the client connection preface, in two reads cut at a point chosen from its
 // first byte. Invariants, each a trap on violation:
 //   - a head the builder accepts has a method, a path starting with '/' or '*', a host, and
@@ -21,7 +21,7 @@
 #include <string_view>
 
 #include "proxy/http/http2_request.h"
-#include "proxy/session/http2_server_codec.h"
+#include "proxy/session/http2/http2_server_codec.h"
 
 namespace {
 

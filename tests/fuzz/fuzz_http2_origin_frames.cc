@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "proxy/http/http2_response.h"
-#include "proxy/session/http2_upstream_session.h"
+#include "proxy/session/upstream/http2_upstream_session.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 // So what sluice itself does with each frame is reached: streams admitted and refused, requests
 // decided, denied (gRPC's way too) and forwarded, bodies and trailers relayed, windows given back
 // as the origin takes the bytes, floods counted, the connection's end and its records.
-// Parser files: proxy/session/http2_server_codec.cc proxy/session/http2_stream.cc
+// Parser files: proxy/session/http2/http2_server_codec.cc proxy/session/http2/http2_stream.cc
 //   proxy/http/http2_request.cc
 //
 // Each input is one client: CONNECT origin.test:<the TLS origin's port>, TLS with ALPN h2, the

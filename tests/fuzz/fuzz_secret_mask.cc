@@ -1,7 +1,7 @@
 // libFuzzer target for the response masking: an upstream chooses every byte of a response, and
 // how TCP cuts it into reads. The input is: one byte L, then L bytes of secret (at most 48),
 // then one byte S seeding the cuts, then the response.
-// Parser files: proxy/session/secret_mask.cc proxy/secrets/secret_patterns.cc
+// Parser files: proxy/session/exchange/secret_mask.cc proxy/secrets/secret_patterns.cc
 //   proxy/secrets/secret_forms.cc
 // Invariants, each a trap on violation:
 //   - the output is as long as the response, and each byte is the response's or '*';
@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "proxy/secrets/secret_patterns.h"
-#include "proxy/session/secret_mask.h"
+#include "proxy/session/exchange/secret_mask.h"
 
 namespace {
 

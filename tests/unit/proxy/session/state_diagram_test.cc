@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "proxy/session/connection_state.h"
-#include "proxy/session/connector_state.h"
-#include "proxy/session/exchange_state.h"
+#include "proxy/session/exchange/connector_state.h"
+#include "proxy/session/exchange/exchange_state.h"
 
 namespace sluice::proxy::session {
 namespace {

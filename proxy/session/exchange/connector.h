@@ -1,0 +1,147 @@
+#pragma once
+// Gets an exchange its upstream connection, dialling only what was checked: the client's parked
+// connection or an idle pooled one, each re-checked against this request's rule; or H resolved
+// by sluice's own resolver (an allowed IP literal is its own address), decided on again with
+// its addresses (ConnectorClient::decideWith), and the usable addresses dialled in turn, each
+// within upstream.connect_timeout; then upstream TLS (SNI H, verified for H against
+// upstream.ca_file). It reports once: ready (the connection is the client's) or failed.
+//
+// The machine is kConnectorMachine (connector_state.h). Owned by its exchange; destroying it,
+// or cancel(), means no callback: the lookup is a cancel-on-destroy handle and a socket being
+// dialled or handshaken is handed to the connection to close.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/decision.h"
+#include "proxy/dns/resolver.h"
+#include "proxy/io/tcp_stream.h"
+#include "proxy/session/exchange/connector_state.h"
+#include "proxy/session/context/client_side.h"
+#include "proxy/session/pool/upstream_pool.h"
+
+namespace sluice::proxy::session {
+
+class Http2UpstreamSession;
+
+// Where an exchange's upstream connection came from.
+enum class UpstreamOrigin : std::uint8_t {
+  Dialled,    // connected for this request
+  Reused,     // the client's parked connection or a pooled one, re-checked for this request
+  Redialled,  // a reused one closed unanswered: sent again, once, on a connection dialled for it
+};
+
+// The exchange a connector works for: it holds the request's facts and its record.
+class ConnectorClient {
+ public:
+  // This request decided again with H's addresses as sluice resolved them.
+  virtual policy::Decision decideWith(std::span<const policy::IpAddress> addresses) = 0;
+  // H's addresses (for the record), before they are decided on.
+  virtual void onAnswer(std::shared_ptr<const dns::Answer> answer) = 0;
+  // The address a connection was made to (for the record), before any TLS.
+  virtual void onConnectedTo(const policy::Endpoint& address) = 0;
+  // A connection for this request, checked under `rule` (the one whose `inject` applies).
+  virtual void onUpstreamReady(std::unique_ptr<UpstreamConnection> connection,
+                               UpstreamOrigin origin, std::optional<const policy::Rule*> rule) = 0;
+  // A shared HTTP/2 session to the origin (always Reused), checked under `rule` as above.
+  virtual void onSessionReady(Http2UpstreamSession& session,
+                              std::optional<const policy::Rule*> rule) = 0;
+  // Refused before any dial: no answer (dns_failed), the addresses (decide()'s `decision`),
+  // or an address the sandbox did not dial (dns_mismatch).
+  virtual void onUpstreamRefused(const policy::Decision& decision) = 0;
+  virtual void onUpstreamRefused(policy::Reason reason, std::string_view detail) = 0;
+  // No connection: upstream_connect, upstream_timeout or upstream_cert.
+  virtual void onUpstreamFailed(policy::Reason reason, std::string_view detail) = 0;
+
+ protected:
+  ~ConnectorClient() = default;
+};
+
+class Connector : private io::TcpStream::Handler {
+ public:
+  Connector(ClientSide& host, ConnectorClient& client);
+  ~Connector() override;
+  Connector(const Connector&) = delete;
+  Connector& operator=(const Connector&) = delete;
+
+  // What to connect to: canonical H (its decision says whether it is an IP literal), the port,
+  // TLS or not. `fresh`: a connection dialled for this request, never a reused one.
+  struct Target {
+    const policy::Decision* decision = nullptr;
+    std::string_view host;
+    std::uint16_t port = 0;
+    bool tls = false;
+    bool fresh = false;
+    // HTTP/2 may carry it: the origin is offered h2 and a shared session may be taken
+    // (docs/wire.md#http2-toward-origins). Not for a WebSocket upgrade.
+    bool h2 = false;
+  };
+  void start(const Target& target);
+  // Stops: no callback follows. A socket being dialled or handshaken is closed.
+  void cancel();
+  // The dial in progress took connect_timeout: the next usable address.
+  void onConnectTimeout();
+  // The connector's own deadline (connect or handshake; 0: none).
+  std::uint64_t deadline() const { return deadline_ms_; }
+  // No answer in time (idle_timeout): Failed, if it was still working.
+  void expire();
+  bool working() const {
+    return state_ == ConnectorState::Resolving || state_ == ConnectorState::Connecting ||
+           state_ == ConnectorState::Handshaking;
+  }
+  ConnectorState state() const { return state_; }
+  // Reading the connection being handshaken: while the handshake runs and the upstream is not
+  // backed up.
+  void updateReading();
+
+ private:
+  void onRead(io::TcpStream& stream, std::span<const char> data) override;
+  void onEof(io::TcpStream& stream) override;
+  void onError(io::TcpStream& stream, int status) override;
+  void onDrained(io::TcpStream& stream) override;
+  void onConnected(io::TcpStream& stream, int status) override;
+  void onClosed(io::TcpStream&) override {}  // (a closing socket is the connection's)
+
+  bool transition(ConnectorState next);
+  UpstreamKey key() const;
+  // The parked or a pooled connection (or a shared h2 session), if it passes this request's
+  // checks.
+  bool takeReused();
+  bool takeSession(const UpstreamKey& key);
+  // The sandbox dialled (transparent) one of sluice's own answers for H, or the address
+  // sluice's resolver gave it for every name.
+  bool originalDestinationMatches() const;
+  void onResolved(dns::LookupResult result);
+  // The lookup's result and latency, for /metrics (`at_once`: answered from the cache).
+  void countLookup(const dns::LookupResult& result, bool at_once);
+  void connectNext();
+  void handshake();
+  void flushTls();
+  void ready(std::unique_ptr<UpstreamConnection> connection, UpstreamOrigin origin);
+  void fail(policy::Reason reason, std::string_view detail);
+  void closeDialled();
+
+  ClientSide& host_;
+  ConnectorClient& client_;
+  ConnectorState state_ = ConnectorState::Idle;
+  Target target_;
+  std::string name_;  // canonical H
+  // The rule of the latest decision that forwards this request with the connection found (none
+  // yet: an IP literal keeps the rule of the request's own decision).
+  std::optional<const policy::Rule*> rule_;
+  std::unique_ptr<dns::Resolver::Lookup> lookup_;
+  std::shared_ptr<const dns::Answer> answer_;
+  std::vector<policy::IpAddress> usable_;  // reused: no allocation once grown
+  std::size_t next_address_ = 0;
+  bool saw_timeout_ = false;  // a dial ran out of connect_timeout: the failure is a timeout
+  std::uint64_t phase_started_ns_ = 0;  // the lookup's or the dial's start (latency metrics)
+  std::uint64_t deadline_ms_ = 0;
+  std::unique_ptr<UpstreamConnection> dialled_;  // connecting or handshaking
+};
+
+}  // namespace sluice::proxy::session

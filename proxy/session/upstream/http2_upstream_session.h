@@ -1,0 +1,194 @@
+#pragma once
+// HTTP/2 toward origins (docs/wire.md#http2-toward-origins): one TLS connection on which the
+// origin agreed to h2 (ALPN), carrying the requests of one sandbox to one (H, port) as streams,
+// and the worker's registry of them.
+//
+// A session is shared: streams of every connection of the same sandbox, H, port and upstream
+// trust ride it (UpstreamKey, the same key the idle pool keeps HTTP/1.1 connections under, and
+// never anything coarser: docs/wire.md#the-invariant). Each request checks the session's address
+// against its own rule before it opens a stream on it, exactly as it checks a pooled
+// connection. Each stream is an Http2UpstreamStream, the UpstreamChannel of one exchange; the
+// session frames and parses (nghttp2, client side), the streams hold what is theirs.
+//
+// Flow control end to end: the connection's receive window is large and given back at once,
+// each stream's is kStreamWindow and given back only as the stream's client takes the bytes
+// (Http2UpstreamStream::setReading), so a slow reader slows its own origin stream and no other,
+// and a stream holds at most one window of response bytes.
+//
+// Reentrancy: nghttp2's mem_recv and mem_send are never called from inside its own callbacks.
+// Events reach a stream's exchange from inside mem_recv (corked on that stream's client
+// connection); whatever they make the exchange send is written once mem_recv has returned.
+//
+// Lifetime: the registry owns its sessions. A session ends (its origin closed or failed, GOAWAY
+// and no streams left, idle past the pool's idle time, a reload that made its key unusable):
+// its streams are told, its connection goes to the pool to close, and the object is freed on a
+// later turn of the loop (never inside its own callbacks).
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "proxy/http/http2_session.h"
+#include "proxy/io/deferred_delete.h"
+#include "proxy/io/tcp_stream.h"
+#include "proxy/io/timer.h"
+#include "proxy/session/pool/upstream_pool.h"
+
+namespace sluice::proxy::session {
+
+class ClientSide;
+class Http2UpstreamSessions;
+class Http2UpstreamStream;
+
+class Http2UpstreamSession final : private io::TcpStream::Handler {
+ public:
+  // The receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE) and of the connection.
+  static constexpr std::int32_t kStreamWindow = 256 * 1024;
+  static constexpr std::int32_t kConnectionWindow = 16 * 1024 * 1024;
+  // Streams sluice opens on one session at most, whatever the origin allows.
+  static constexpr std::uint32_t kMaxStreams = 100;
+
+  Http2UpstreamSession(Http2UpstreamSessions& owner, std::unique_ptr<UpstreamConnection> connection,
+                       std::size_t max_header_bytes);
+  ~Http2UpstreamSession() override;
+  Http2UpstreamSession(const Http2UpstreamSession&) = delete;
+  Http2UpstreamSession& operator=(const Http2UpstreamSession&) = delete;
+
+  // nghttp2's client session as sluice runs it toward origins (its options, SETTINGS and
+  // windows), with `callbacks`; shared with tests/fuzz/fuzz_http2_origin_frames.cc. Null if
+  // nghttp2 could not set it up.
+  static http::Http2Session newClientSession(const http::Http2Callbacks& callbacks,
+                                             void* user_data, std::size_t max_header_bytes);
+  // The client preface and SETTINGS; false if nghttp2 could not be set up.
+  bool start();
+  const UpstreamKey& key() const { return connection_->key; }
+  const policy::Endpoint& address() const { return connection_->address; }
+  // A new stream may open on it now: it is alive, not going away, under its stream bound.
+  bool acceptsStreams() const;
+  std::size_t streams() const { return streams_.size(); }
+  std::uint64_t idleSinceMs() const { return idle_since_ms_; }
+  bool ended() const { return phase_ == Phase::Ended; }
+
+  // --- for its streams
+  // Opens a stream with the head `nva`; DATA follows from the stream (readRequest) when
+  // `with_body`. The stream's id, or a negative nghttp2 error.
+  std::int32_t submitRequest(Http2UpstreamStream& stream, std::span<const nghttp2_nv> nva,
+                             bool with_body);
+  void resumeData(std::int32_t id);
+  // The stream's trailers, from inside its DATA read (nghttp2 sends them after that DATA).
+  bool submitTrailer(std::int32_t id, std::span<const nghttp2_nv> nva);
+  // The stream's channel lets it go; with `reset` it is reset (CANCEL) unless nghttp2 has
+  // closed it: nobody waits for its answer, or the request will not be finished.
+  void forget(std::int32_t id, bool reset);
+  // The stream's request side is backed up: it hears when the writes drained
+  // (Http2UpstreamStream::reportDrainedIfSo).
+  void waitForDrain(std::int32_t id);
+  // The stream's client took `bytes` of its response: its window is given back.
+  void consume(std::int32_t id, std::size_t bytes);
+  // Writes what nghttp2 has queued (at once, or after nghttp2 returns when inside it).
+  void flush();
+  // The connection's write queue is over its high watermark.
+  bool backedUp() const { return connection_->stream.backedUp(); }
+  // After its first response the connection has read the origin's TLS 1.3 tickets: one is kept
+  // for the next connection to this key (once per session).
+  void rememberTlsSession();
+
+  // --- from the registry
+  // Ends it: `why` for the streams still on it (empty: they are let go without an event).
+  void end(std::string_view why);
+  // Takes no new stream and ends once the streams in flight have (a reload that made its key
+  // unusable: the requests already on it finish, as on a connection from the pool).
+  void retireWhenIdle();
+
+ private:
+  struct Callbacks;
+  enum class Phase : std::uint8_t { Open, GoingAway, Ended };
+
+  void onRead(io::TcpStream& stream, std::span<const char> data) override;
+  void onEof(io::TcpStream& stream) override;
+  void onError(io::TcpStream& stream, int status) override;
+  void onDrained(io::TcpStream& stream) override;
+  void onConnected(io::TcpStream&, int) override {}
+  void onClosed(io::TcpStream&) override {}  // (its connection closes in the pool)
+
+  void receive(std::span<const char> plaintext);
+  // During a read (onRead), the client connections whose streams hear of it stay corked until
+  // the read is over: what a client is sent for all the responses of one read (heads, DATA,
+  // ends, and the audit records before them) goes out in one write, not a few per response.
+  void holdCorked(ClientSide& host);
+  void releaseCorks();
+  void writeNow();
+  void flushTls();
+  Http2UpstreamStream* streamOf(std::int32_t id) const;
+  // Streams whose request side was backed up and is no longer hear it.
+  void reportDrained();
+  // The end, once nothing of it is on the stack: freed by the registry.
+  void maybeRetire();
+
+  Http2UpstreamSessions& owner_;
+  std::unique_ptr<UpstreamConnection> connection_;
+  std::size_t max_header_bytes_;
+  http::Http2Session session_;
+  Phase phase_ = Phase::Open;
+  std::unordered_map<std::int32_t, Http2UpstreamStream*> streams_;
+  std::vector<std::int32_t> drain_waiters_;
+  std::uint64_t idle_since_ms_ = 0;
+  int depth_ = 0;              // calls into nghttp2 on the stack
+  bool flush_wanted_ = false;  // a flush asked for while inside nghttp2
+  bool ticket_kept_ = false;
+  bool reading_ = false;               // onRead is on the stack
+  std::vector<ClientSide*> corked_;  // held corked until it returns (deferred-freed: alive)
+};
+
+// The h2 sessions of one worker, by key.
+class Http2UpstreamSessions {
+ public:
+  Http2UpstreamSessions(uv_loop_t* loop, UpstreamPool& pool);
+  ~Http2UpstreamSessions();
+  Http2UpstreamSessions(const Http2UpstreamSessions&) = delete;
+  Http2UpstreamSessions& operator=(const Http2UpstreamSessions&) = delete;
+
+  // A session for `key` that takes another stream now, or nullptr: the busiest of those that
+  // do, so that streams share few connections (one read carries many responses, and what the
+  // client is sent for them goes out in one write) and the others go idle and are swept.
+  Http2UpstreamSession* find(const UpstreamKey& key) const;
+  // A connection whose origin agreed to h2 becomes a session; nullptr if nghttp2 failed (the
+  // connection is closed).
+  Http2UpstreamSession* adopt(std::unique_ptr<UpstreamConnection> connection,
+                              std::size_t max_header_bytes);
+  // Retires the sessions whose key no request will ask for again (a reload): at once when
+  // idle, else once their streams in flight have finished.
+  void endWhere(const std::function<bool(const UpstreamKey&)>& unusable);
+  // How long a session without streams lives (the pool's idle time).
+  void setIdle(std::chrono::milliseconds idle) { idle_ = idle; }
+  // Ends every session; `done` when nothing of them is left.
+  void close(std::function<void()> done);
+  std::size_t size() const { return sessions_.size(); }
+
+  uv_loop_t* loop() const { return loop_; }
+  UpstreamPool& pool() { return pool_; }
+
+ private:
+  friend class Http2UpstreamSession;
+  // The session ended: out of the registry, freed on the loop's next turn.
+  void retire(Http2UpstreamSession* session);
+  void sweep();
+
+  uv_loop_t* loop_;
+  UpstreamPool& pool_;
+  std::multimap<UpstreamKey, std::unique_ptr<Http2UpstreamSession>> sessions_;
+  io::DeferredDelete<Http2UpstreamSession> ended_;
+  io::Timer sweep_;
+  bool sweeping_ = false;
+  std::chrono::milliseconds idle_{30000};
+};
+
+}  // namespace sluice::proxy::session

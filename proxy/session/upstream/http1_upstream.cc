@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -50,6 +51,8 @@ void Http1Upstream::attach(std::unique_ptr<UpstreamConnection> connection, std::
   connection_ = std::move(connection);
   connection_->stream.setHandler(this);
   secret_ = false;
+  last_byte_ = LastByte::Sent;
+  body_left_ = 0;
   upgrade_ = upgrade;
   switched_ = false;
   parser_.reset();
@@ -60,6 +63,7 @@ void Http1Upstream::sendHead(const http::RequestHead& head, std::string_view tar
                              std::string_view host, std::span<const http::HeaderField> inject) {
   ++connection_->exchanges;
   framing_ = head.framing;
+  body_left_ = framing_ == http::BodyFraming::ContentLength ? head.content_length : 0;
   secret_ = !inject.empty();
   scratch_.clear();
   if (scratch_.capacity() < kHeadReserve) {
@@ -83,8 +87,21 @@ void Http1Upstream::sendHead(const http::RequestHead& head, std::string_view tar
       expected_accept_ = websocketAccept(*client_key);
     }
   }
-  send(scratch_);
+  if (framing_ == http::BodyFraming::Chunked || body_left_ > 0) {
+    send(scratch_);  // (a chunked body ends with its last chunk, at sendEnd)
+  } else {
+    sendHoldingLast(scratch_);  // no body, or Content-Length: 0
+  }
   wipeIfSecret(scratch_);
+}
+
+void Http1Upstream::sendHoldingLast(std::string_view bytes) {
+  if (bytes.empty()) {
+    return;
+  }
+  send(bytes.substr(0, bytes.size() - 1));
+  held_ = bytes.back();
+  last_byte_ = LastByte::Held;
 }
 
 void Http1Upstream::sendBody(std::span<const char> data) {
@@ -95,8 +112,21 @@ void Http1Upstream::sendBody(std::span<const char> data) {
     scratch_.clear();
     http::writeChunk(scratch_, data);
     send(scratch_);
+    return;
+  }
+  if (framing_ != http::BodyFraming::ContentLength) {
+    send(std::string_view(data.data(), data.size()));  // a WebSocket's bytes, after its 101
+    return;
+  }
+  // Never more than the length the head declared (a stream that sends more is reset), and its
+  // last byte only with the request's end.
+  const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(data.size(), body_left_));
+  body_left_ -= n;
+  const std::string_view bytes(data.data(), n);
+  if (body_left_ == 0) {
+    sendHoldingLast(bytes);
   } else {
-    send(std::string_view(data.data(), data.size()));
+    send(bytes);
   }
 }
 
@@ -104,6 +134,10 @@ void Http1Upstream::sendBody(std::span<const char> data) {
 // (RFC 9110 section 6.5.1 lets a recipient discard them).
 void Http1Upstream::sendEnd(const http::HeaderBlock* trailers,
                             std::span<const http::HeaderField> inject) {
+  if (last_byte_ == LastByte::Held) {
+    last_byte_ = LastByte::Sent;
+    send(std::string_view(&held_, 1));  // the request is complete at the origin now
+  }
   if (framing_ != http::BodyFraming::Chunked) {
     return;
   }

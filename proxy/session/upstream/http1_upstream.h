@@ -73,6 +73,8 @@ class Http1Upstream final : public UpstreamChannel,
   void writeNow(std::string_view bytes);
   void flushTls();
   void processPlaintext(std::span<const char> data);
+  // Sends `bytes` but their last byte, which waits for sendEnd().
+  void sendHoldingLast(std::string_view bytes);
   // Overwrites a buffer that held a head with an injected secret.
   void wipeIfSecret(std::string& buffer) const;
 
@@ -81,6 +83,15 @@ class Http1Upstream final : public UpstreamChannel,
   std::unique_ptr<UpstreamConnection> connection_;
   http::ResponseParser parser_;
   http::BodyFraming framing_ = http::BodyFraming::None;  // of the request, as forwarded
+  // The origin never has a complete request before the client has sent all of it (its end:
+  // sendEnd()): the last byte of a head without a body, or of a Content-Length body, is held
+  // until then. An HTTP/2 stream's DATA may reach its declared length and go on, or a stream
+  // that declared 0 may send DATA (RFC 9113 §8.1.1: malformed); the stream is reset, and the
+  // origin, which has not had that byte, has no request to act on (docs/wire.md#http2).
+  enum class LastByte : std::uint8_t { Sent, Held };
+  LastByte last_byte_ = LastByte::Sent;
+  char held_ = 0;
+  std::uint64_t body_left_ = 0;  // of a Content-Length body, not sent yet
   bool secret_ = false;  // the head carries an injected secret: wipe what it passed through
   http::Upgrade upgrade_ = http::Upgrade::None;  // asked of the origin with the head
   bool switched_ = false;  // the origin's 101 came: its bytes are relayed, never parsed

@@ -133,6 +133,8 @@ class H2Tunnel:
         self.hold_streams = set()   # the same, for these streams only
         self._held = []
         self.closed = None          # "eof" or "reset" once the TCP connection ended
+        self.pings_acked = set()    # the opaque data of each PING sluice acknowledged
+        self._pings = 0
 
     # --- the connection ------------------------------------------------------------------
 
@@ -221,6 +223,8 @@ class H2Tunnel:
             self._stream(event.stream_id).ended = True
         elif isinstance(event, h2.events.StreamReset):
             self._stream(event.stream_id).reset = int(event.error_code)
+        elif isinstance(event, h2.events.PingAckReceived):
+            self.pings_acked.add(bytes(event.ping_data))
         elif isinstance(event, h2.events.RemoteSettingsChanged):
             self.remote_settings_seen = True
             for code, changed in event.changed_settings.items():
@@ -316,6 +320,15 @@ class H2Tunnel:
         """The trailer section `headers` (a HEADERS frame that ends the stream)."""
         self.conn.send_headers(stream_id, list(headers), end_stream=True)
         self._flush()
+
+    def ping(self):
+        """A PING, read until sluice acknowledges it: sluice has processed every frame sent
+        before it (a barrier between two writes that must reach sluice in separate reads)."""
+        self._pings += 1
+        data = self._pings.to_bytes(8, "big")
+        self.conn.ping(data)
+        self._flush()
+        self.read_until(lambda: data in self.pings_acked, "the PING's acknowledgement")
 
     def cancel(self, stream_id, error_code=0x8):
         """RST_STREAM (CANCEL by default): the client gives up on a stream."""

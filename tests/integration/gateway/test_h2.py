@@ -368,6 +368,39 @@ def test_content_length_that_disagrees_with_data_is_reset_and_never_completed(gw
     expect.record(deny[0], reason="bad_request", proto="h2", method="POST")
 
 
+@pytest.mark.parametrize("length,first", [("4", b"abcd"), ("0", b"")],
+                         ids=["length_met_then_more", "zero_then_data"])
+def test_a_length_met_before_end_stream_never_completes_upstream(gw, bed, length, first):
+    """RFC 9113 §8.1.1, when the frames come in separate reads (docs/wire.md#http2): a stream's
+    DATA reach the declared content-length (or it declared 0) without END_STREAM, and only then
+    more DATA come. The upstream connection is warm (a pooled one, taken at once), so the
+    request's head and bytes go to the HTTP/1.1 origin as they come; the last byte of the
+    declared length (or of a bodiless head) waits for END_STREAM, so the origin never has a
+    complete request: nginx never passes it on to the sink its /upload/ proxies to, never
+    answers it 2xx, and the record is the refusal it was."""
+    m, mark = marker(), gw.audit.mark()
+    with open_h2(gw, strict=False) as t:
+        warm = t.one("GET", "/whoami.txt")  # leaves an idle upstream to allowed.test
+        sid = t.request("POST", "/upload/" + m, end=False,
+                        headers=[("x-test", m), ("content-length", length)])
+        if first:
+            t.send_body(sid, first, end=False)
+        t.ping()  # sluice read and forwarded all of it: what follows is a read of its own
+        t.send_body(sid, b"z", end=True)  # one byte more than declared
+        bad = t.wait(sid)[0]
+        ok = t.one("GET", "/whoami.txt")
+        still_open(t)
+    assert (warm.status, ok.status) == (200, 200), (warm.describe(), ok.describe())
+    refused_as_malformed(bad)
+    hits = [e for e in cdn_hits(bed, m) if e["status"].startswith("2")]
+    assert hits == [], "the origin completed the request: %r" % hits
+    assert cdn_hits(bed, m, role="sink") == [], "the origin acted on the request"
+    recs = records(gw, t, mark, 3, after_allowed=True)
+    deny = [r for r in recs if r["decision"] == "deny"]
+    assert len(deny) == 1, recs
+    expect.record(deny[0], reason="bad_request", proto="h2", method="POST")
+
+
 def test_scheme_http_on_the_tunnel_is_refused_on_its_stream(gw, bed):
     """:scheme must be https (docs/wire.md#http2): a stream with :scheme http on the tunnel is refused
     (reset, or answered 400 bad_request / 403 not_allowed_scheme), never forwarded, recorded;

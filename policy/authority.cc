@@ -1,5 +1,5 @@
 #include "policy/authority.h"
-#include "policy/ascii.h"
+#include "base/ascii.h"
 
 namespace sluice::policy {
 
@@ -96,26 +96,14 @@ std::string_view toString(UrlError e) {
 
 namespace {
 
-bool equalsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (ascii::toLower(a[i]) != b[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool isSchemeText(std::string_view s) {
   if (s.empty()) {
     return false;
   }
   for (std::size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
-    bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    bool other = (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
+    bool alpha = ascii::isAlpha(c);
+    bool other = ascii::isDigit(c) || c == '+' || c == '-' || c == '.';
     if (!(alpha || (i > 0 && other))) {
       return false;
     }
@@ -135,9 +123,9 @@ Result<Url, UrlError> parseAbsoluteUrl(std::string_view text) {
   }
   Url url;
   url.scheme_text = text.substr(0, sep);
-  if (equalsIgnoreCase(url.scheme_text, "https")) {
+  if (ascii::iequals(url.scheme_text, "https")) {
     url.scheme = UrlScheme::Https;
-  } else if (equalsIgnoreCase(url.scheme_text, "http")) {
+  } else if (ascii::iequals(url.scheme_text, "http")) {
     url.scheme = UrlScheme::Http;
   } else {
     url.scheme = UrlScheme::Other;

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "base/ascii.h"
 #include "policy/config_loader_parts.h"
 #include "policy/config_scalars.h"
 #include "policy/request_header.h"
@@ -36,11 +37,11 @@ bool isRuleName(std::string_view name) {
 }
 
 bool isEnvName(std::string_view name) {
-  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) {
+  if (name.empty() || ascii::isDigit(name.front())) {
     return false;
   }
   for (char c : name) {
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
+    if (!(ascii::isAlnum(c) || c == '_')) {
       return false;
     }
   }

@@ -1,5 +1,5 @@
 #include "policy/config_scalars.h"
-#include "policy/ascii.h"
+#include "base/ascii.h"
 
 #include <limits>
 
@@ -80,32 +80,6 @@ std::string quoteForMessage(std::string_view text) {
   return out;
 }
 
-bool isTchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || isDigit(c)) {
-    return true;
-  }
-  switch (c) {
-    case '!':
-    case '#':
-    case '$':
-    case '%':
-    case '&':
-    case '\'':
-    case '*':
-    case '+':
-    case '-':
-    case '.':
-    case '^':
-    case '_':
-    case '`':
-    case '|':
-    case '~':
-      return true;
-    default:
-      return false;
-  }
-}
-
 Result<std::uint64_t, std::string> parseDecimal(std::string_view text) {
   if (!isPlainDecimal(text)) {
     std::string message = quoteForMessage(text) + " is not a plain decimal number";
@@ -178,7 +152,7 @@ Result<Ok, std::string> checkName(std::string_view text) {
   constexpr std::size_t kMaxLength = 64;
   bool ok = !text.empty() && text.size() <= kMaxLength;
   for (char c : text) {
-    ok = ok && ((c >= 'a' && c <= 'z') || isDigit(c) || c == '.' || c == '_' || c == '-');
+    ok = ok && (ascii::isLower(c) || isDigit(c) || c == '.' || c == '_' || c == '-');
   }
   if (!ok) {
     return Err{quoteForMessage(text) +
@@ -192,13 +166,11 @@ Result<Ok, std::string> checkName(std::string_view text) {
 }
 
 Result<Ok, std::string> checkMethod(std::string_view text) {
-  bool token = !text.empty();
   bool lower = false;
   for (char c : text) {
-    token = token && isTchar(c);
-    lower = lower || (c >= 'a' && c <= 'z');
+    lower = lower || ascii::isLower(c);
   }
-  if (!token) {
+  if (!ascii::isToken(text)) {
     return Err{quoteForMessage(text) + " is not an HTTP method"};
   }
   if (lower) {
@@ -214,19 +186,13 @@ Result<Ok, std::string> checkMethod(std::string_view text) {
 }
 
 Result<std::string, std::string> parseHeaderName(std::string_view text) {
-  bool token = !text.empty();
-  for (char c : text) {
-    token = token && isTchar(c);
-  }
-  if (!token) {
+  if (!ascii::isToken(text)) {
     return Err{quoteForMessage(text) +
                " is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)"};
   }
   std::string lower(text);
   for (char& c : lower) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
+    c = ascii::toLower(c);
   }
   return lower;
 }

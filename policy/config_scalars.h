@@ -46,7 +46,4 @@ std::string quoteForMessage(std::string_view text);
 // message that goes to a terminal.
 void appendPrintable(std::string& out, std::string_view text);
 
-// RFC 9110 tchar: "!#$%&'*+-.^_`|~", digits and letters.
-bool isTchar(char c);
-
 }  // namespace sluice::policy

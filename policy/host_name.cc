@@ -1,5 +1,5 @@
 #include "policy/host_name.h"
-#include "policy/ascii.h"
+#include "base/ascii.h"
 
 #include <cstring>
 
@@ -125,7 +125,7 @@ Result<CanonicalHost, HostError> canonicalizeHost(std::string_view raw) {
     if (c >= 0x80) {
       return Err{HostError::NonAscii};
     }
-    char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : static_cast<char>(c);
+    const char lower = ascii::toLower(static_cast<char>(c));
     if (lower == '.') {
       if (label_length == 0) {
         return Err{HostError::EmptyLabel};
@@ -134,7 +134,7 @@ Result<CanonicalHost, HostError> canonicalizeHost(std::string_view raw) {
         return Err{HostError::HyphenAtEdge};
       }
       label_length = 0;
-    } else if ((lower >= 'a' && lower <= 'z') || isDigit(lower) || lower == '-') {
+    } else if (ascii::isLower(lower) || isDigit(lower) || lower == '-') {
       if (lower == '-' && label_length == 0) {
         return Err{HostError::HyphenAtEdge};
       }

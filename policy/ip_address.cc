@@ -3,8 +3,8 @@
 #include <cstring>
 #include <span>
 
+#include "base/ascii.h"
 #include "base/ip_text.h"
-#include "policy/ascii.h"
 
 namespace sluice::policy {
 

@@ -4,7 +4,7 @@
 #include <array>
 #include <cstddef>
 
-#include "policy/ascii.h"
+#include "base/ascii.h"
 
 namespace sluice::policy {
 namespace {
@@ -208,15 +208,7 @@ bool isForwardableRequestTrailer(std::string_view name) {
 }
 
 bool sameRequestHeaderName(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (fold(a[i]) != fold(b[i])) {
-      return false;
-    }
-  }
-  return true;
+  return ascii::equalFolded(a, b, fold);
 }
 
 std::string_view toString(RequestHeaderClass c) {

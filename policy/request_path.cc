@@ -1,5 +1,5 @@
 #include "policy/request_path.h"
-#include "policy/ascii.h"
+#include "base/ascii.h"
 
 namespace sluice::policy {
 

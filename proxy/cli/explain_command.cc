@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/ascii.h"
 #include "base/json_writer.h"
 #include "policy/address_class.h"
 #include "policy/authority.h"
@@ -41,19 +42,6 @@ int badInput(Streams streams, const std::string& problem) {
   std::fprintf(streams.err, "sluice explain: %s\n%.*s", problem.c_str(),
                static_cast<int>(kUsageLine.size()), kUsageLine.data());
   return kExitUsage;
-}
-
-bool isToken(std::string_view s) {
-  if (s.empty()) {
-    return false;
-  }
-  for (char c : s) {
-    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos) {
-      return false;
-    }
-  }
-  return true;
 }
 
 struct Query {
@@ -251,7 +239,7 @@ int explainCommand(std::span<const std::string_view> args, Streams streams) {
   q.target = q.url.target.starts_with('?') ? "/" + std::string(q.url.target)
                                            : std::string(q.url.target);
   if (auto method = flags->get("method")) {
-    if (!isToken(*method)) {
+    if (!ascii::isToken(*method)) {
       return badInput(streams, "--method " + std::string(*method) + " is not an HTTP method");
     }
     q.method = *method;

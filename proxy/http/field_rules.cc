@@ -122,8 +122,7 @@ bool isAuthority(std::string_view text, bool port_required) {
       return false;
     }
     for (char c : text.substr(1, close - 1)) {
-      if (!(ascii::isDigit(c) || (ascii::toLower(c) >= 'a' && ascii::toLower(c) <= 'f') ||
-            c == ':' || c == '.')) {
+      if (!(ascii::isHexDigit(c) || c == ':' || c == '.')) {
         return false;  // also refuses a zone id ("%25eth0") and IPvFuture
       }
     }

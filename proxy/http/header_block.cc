@@ -69,30 +69,6 @@ void HeaderBlock::endValue() {
 
 namespace ascii {
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (toLower(a[i]) != toLower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool isToken(std::string_view s) {
-  if (s.empty()) {
-    return false;
-  }
-  for (char c : s) {
-    if (!isTokenChar(c)) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool isFieldValue(std::string_view s) {
   for (char c : s) {
     auto u = static_cast<unsigned char>(c);

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/ascii.h"
+
 namespace sluice::proxy::http {
 
 // One field to write (credential injection, sluice's own error answers).
@@ -70,34 +72,26 @@ class HeaderBlock {
   bool name_open_ = false;
 };
 
+// The ASCII rules of RFC 9110 as the parsers and the head writer name them: the character
+// classes and tokens are base/ascii.h's (the one definition, shared with policy/ and the
+// commands), named here too so that `http::ascii::iequals` and its siblings keep working; the
+// rules of field values are HTTP's own.
 namespace ascii {
 
-constexpr char toLower(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-constexpr bool isDigit(char c) { return c >= '0' && c <= '9'; }
-constexpr bool isAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+using sluice::ascii::hexValue;
+using sluice::ascii::iequals;
+using sluice::ascii::isAlnum;
+using sluice::ascii::isAlpha;
+using sluice::ascii::isDigit;
+using sluice::ascii::isHexDigit;
+using sluice::ascii::isLower;
+using sluice::ascii::isToken;
+using sluice::ascii::isTokenChar;
+using sluice::ascii::isUpper;
+using sluice::ascii::toLower;
+
+// OWS of RFC 9110 §5.6.3: SP or HTAB.
 constexpr bool isOws(char c) { return c == ' ' || c == '\t'; }
-
-// tchar of RFC 9110 §5.6.2.
-constexpr bool isTokenChar(char c) {
-  if (isDigit(c) || isAlpha(c)) {
-    return true;
-  }
-  switch (c) {
-    // clang-format off
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-':
-    case '.': case '^': case '_': case '`': case '|': case '~':
-      // clang-format on
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool iequals(std::string_view a, std::string_view b);
-// 1*tchar.
-bool isToken(std::string_view s);
 // A field value as RFC 9110 §5.5 allows it: VCHAR, obs-text, SP and HTAB; no CR, LF, NUL or
 // other control character.
 bool isFieldValue(std::string_view s);

@@ -11,7 +11,7 @@ bool isLowerToken(std::string_view name) {
     return false;
   }
   for (char c : name) {
-    if (!ascii::isTokenChar(c) || (c >= 'A' && c <= 'Z')) {
+    if (!ascii::isTokenChar(c) || ascii::isUpper(c)) {
       return false;
     }
   }

@@ -24,6 +24,23 @@ bool connectionSpecific(std::string_view name) {
          name == "transfer-encoding" || name == "upgrade";
 }
 
+// gRPC's content-type: "application/grpc", alone or followed by "+" and a message format
+// ("+proto", "+json", a custom one) or by parameters (gRPC's PROTOCOL-HTTP2.md). A media type is
+// case-insensitive (RFC 9110 §8.3.1), so "Application/GRPC" is gRPC too; "application/grpcx" and
+// "application/grpc-web" are other media types.
+bool isGrpcContentType(std::string_view value) {
+  constexpr std::string_view kGrpc = "application/grpc";
+  if (value.size() < kGrpc.size() || !ascii::iequals(value.substr(0, kGrpc.size()), kGrpc)) {
+    return false;
+  }
+  std::string_view rest = value.substr(kGrpc.size());
+  if (!rest.empty() && rest.front() == '+') {
+    return true;
+  }
+  rest = ascii::trimOws(rest);  // parameters = *( OWS ";" OWS [ parameter ] )
+  return rest.empty() || rest.front() == ';';
+}
+
 }  // namespace
 
 const char* http2FieldProblem(std::string_view name, std::string_view value) {
@@ -154,7 +171,7 @@ bool Http2RequestBuilder::add(std::string_view name, std::string_view value) {
     cookie_ += value;
     return true;
   }
-  if (name == "content-type" && value.substr(0, 16) == "application/grpc") {
+  if (name == "content-type" && isGrpcContentType(value)) {
     grpc_ = true;
   }
   head_.headers.add(name, value);

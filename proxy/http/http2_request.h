@@ -83,8 +83,8 @@ class Http2RequestBuilder {
   std::string_view path() const { return text(path_); }
   std::string_view authority() const { return text(authority_); }
   std::string_view protocol() const { return text(protocol_); }
-  // Whether the request is gRPC (content-type application/grpc...): its refusals are gRPC
-  // statuses (docs/wire.md#grpc).
+  // Whether the request is gRPC (a content-type of "application/grpc", alone or followed by "+"
+  // or parameters, in any case): its refusals are gRPC statuses (docs/wire.md#grpc).
   bool grpc() const { return grpc_; }
   // Why the head, or else the trailer section, is malformed.
   std::string_view malformation() const { return malformed_; }

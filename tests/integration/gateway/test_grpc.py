@@ -11,7 +11,7 @@ cancellation reaching the origin as the end of its stream.
 
 The policy opens grpc.test for the paths under /pkg.Allowed/ only, so /pkg.Other/Call is
 `not_allowed_path`: a denial that a gRPC client reads as `PERMISSION_DENIED` with the reason in
-its details (the trailers-only answer of docs/wire.md#http2, "gRPC"), that never reaches the
+its details (the trailers-only answer of docs/wire.md#grpc), that never reaches the
 origin. Oracles: the origin's event log (every call that reached it, by the `x-test` marker the
 test puts in its metadata; its streamed messages and cancellations, with CLOCK_MONOTONIC times
 comparable with the test's) and the audit log (`proto` "h2", `upstream_proto` "h2", `url`
@@ -245,7 +245,7 @@ def test_client_cancellation_reaches_the_origin(ggw, origin, channel):
 
 def test_denied_method_is_permission_denied_and_never_reaches_the_origin(ggw, origin, channel):
     """/pkg.Other/Call is under no path of the grpc rule: sluice answers on the stream the way
-    a gRPC client reads a refusal (docs/wire.md#http2, "gRPC": 200, grpc-status 7, the
+    a gRPC client reads a refusal (docs/wire.md#grpc: 200, grpc-status 7, the
     reason in grpc-message, trailers-only), so the client sees PERMISSION_DENIED with
     not_allowed_path in its details and the sluice-reason field; the origin never hears of the
     call (barrier: an allowed call after it on the same channel, which it does log); the record

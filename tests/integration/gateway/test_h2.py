@@ -263,6 +263,39 @@ def test_denied_path_and_method_streams_then_an_allowed_one(gw, bed):
                    status=200)
 
 
+# --- gRPC refusals ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content_type,grpc", [
+    ("application/grpc", True), ("Application/GRPC", True), ("APPLICATION/grpc+proto", True),
+    ("application/grpcx", False), ("application/grpc-web", False)],
+    ids=["grpc", "grpc_mixed_case", "grpc_proto_upper_case", "grpcx", "grpc_web"])
+def test_a_denied_grpc_stream_is_answered_as_grpc_in_any_case(gw, bed, content_type, grpc):
+    """A stream whose content-type is gRPC's media type, in any case (RFC 9110 §8.3.1: media
+    types are case-insensitive), is refused the way a gRPC client reads it (docs/wire.md#grpc):
+    :status 200, content-type application/grpc, grpc-status 7 PERMISSION_DENIED, the reason in
+    sluice-reason, one HEADERS frame that ends the stream; another media type that merely starts
+    like it gets the plain 403. Either way nothing reaches the origin, and the record's status
+    is the one sluice sent."""
+    m, mark = marker(), gw.audit.mark()
+    name = "api.allowed.test"
+    with open_h2(gw, name) as t:
+        s = t.one("GET", "/v1/private/secret.txt?m=" + m,
+                  headers=[("content-type", content_type), ("te", "trailers")])
+        still_open(t)
+    if grpc:
+        assert (s.status, s.header("content-type"), s.header("grpc-status")) == \
+            (200, "application/grpc", "7"), s.describe()
+        assert s.sluice_reason == "not_allowed_path", s.describe()
+        assert "not_allowed_path" in (s.header("grpc-message") or ""), s.describe()
+        assert s.ended and s.body == b"" and s.trailers is None, s.describe()
+    else:
+        expect.denial(s, 403, "not_allowed_path")
+        assert s.header("grpc-status") is None, s.describe()
+    assert cdn_hits(bed, m) == []
+    recs = records(gw, t, mark, 1)
+    denied_record(recs[0], "not_allowed_path", status=200 if grpc else 403, sni=name)
+
+
 # --- H8: the head written for the origin ------------------------------------------------------
 
 def test_translated_head_carries_no_claim_headers(gw, bed):

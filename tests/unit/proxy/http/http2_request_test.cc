@@ -85,6 +85,39 @@ TEST(Http2Request, ExpectContinueAndGrpcAreRecognised) {
   EXPECT_FALSE(b.grpc());
 }
 
+// gRPC's content-type is "application/grpc", alone or followed by "+" and a format or by
+// parameters; a media type is case-insensitive (RFC 9110 §8.3.1), so a refusal of
+// `Application/GRPC` is a gRPC status too (docs/wire.md#grpc). Other media types are not gRPC,
+// whatever they start with.
+TEST(Http2Request, GrpcIsTheMediaTypeInAnyCase) {
+  const std::pair<const char*, bool> rows[] = {
+      {"application/grpc", true},
+      {"application/grpc+proto", true},
+      {"application/grpc+json", true},
+      {"application/grpc+custom-format", true},
+      {"application/grpc;charset=utf-8", true},
+      {"application/grpc ; x=y", true},
+      {"Application/GRPC", true},
+      {"APPLICATION/GRPC+PROTO", true},
+      {"application/GRPC;q=1", true},
+      {"application/grpcx", false},
+      {"application/grpc-web", false},
+      {"application/grpc-web+proto", false},
+      {"application/grpc x", false},
+      {"application/grp", false},
+      {"application/json", false},
+      {"text/plain", false},
+      {"xapplication/grpc", false},
+      {"", false},
+  };
+  Http2RequestBuilder b;
+  for (const auto& [content_type, grpc] : rows) {
+    SCOPED_TRACE(content_type);
+    ASSERT_EQ(build(b, with(kGet, {{"content-type", content_type}}), false), Outcome::Ready);
+    EXPECT_EQ(b.grpc(), grpc);
+  }
+}
+
 TEST(Http2Request, AHostFieldBesideAuthorityMustAgree) {
   Http2RequestBuilder b;
   ASSERT_EQ(build(b, with(kGet, {{"host", "PKG.test"}})), Outcome::Ready);  // same name

@@ -1,5 +1,6 @@
 #include "policy/authority.h"
 #include "base/ascii.h"
+#include "policy/host_name.h"
 
 namespace sluice::policy {
 
@@ -80,6 +81,18 @@ Result<Authority, AuthorityError> parseAuthority(std::string_view text, PortRule
     return Err{AuthorityError::MissingPort};
   }
   return authority;
+}
+
+bool sameAuthority(std::string_view a, std::string_view b, std::uint16_t default_port) {
+  auto first = parseAuthority(a, PortRule::Optional);
+  auto second = parseAuthority(b, PortRule::Optional);
+  if (!first || !second ||
+      first->port.value_or(default_port) != second->port.value_or(default_port)) {
+    return false;
+  }
+  auto first_host = canonicalizeHost(first->host);
+  auto second_host = canonicalizeHost(second->host);
+  return first_host && second_host && *first_host == *second_host;
 }
 
 std::string_view toString(UrlError e) {

@@ -1,7 +1,7 @@
 #pragma once
 // Authorities ("host:port") as they arrive in CONNECT targets, Host headers and absolute URIs,
-// and the URLs `sluice explain` takes. Only syntax here; the host is canonicalised by
-// canonicalizeHost() when it is compared.
+// and the URLs `sluice explain` takes. Syntax here; the host is canonicalised by
+// canonicalizeHost() when it is compared, as sameAuthority() compares two of them.
 
 #include <cstdint>
 #include <optional>
@@ -34,6 +34,14 @@ struct Authority {
 enum class PortRule : std::uint8_t { Required, Optional };
 
 Result<Authority, AuthorityError> parseAuthority(std::string_view text, PortRule rule);
+
+// Whether two authorities name the same place: hosts equal once canonicalised
+// (docs/policy.md#names: letter case, one trailing dot, the spelling of an IPv6 literal) and
+// ports equal once an absent one is `default_port`, the scheme's (RFC 9110 §4.2.2: 443 for
+// https). An authority that does not parse, or whose host does not canonicalise, names nothing,
+// and so is the same as none, not even its own copy: a comparison of what cannot be read fails
+// safe.
+bool sameAuthority(std::string_view a, std::string_view b, std::uint16_t default_port);
 
 enum class UrlScheme : std::uint8_t { Https, Http, Other };
 

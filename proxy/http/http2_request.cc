@@ -2,9 +2,14 @@
 
 #include <charconv>
 
+#include "policy/authority.h"
+
 namespace sluice::proxy::http {
 
 namespace {
+
+// A stream's :scheme is https or it is refused, so an authority without a port names 443.
+constexpr std::uint16_t kHttpsPort = 443;
 
 bool isLowerToken(std::string_view name) {
   if (name.empty()) {
@@ -141,7 +146,8 @@ bool Http2RequestBuilder::add(std::string_view name, std::string_view value) {
   regular_seen_ = true;
   if (name == "host") {
     if (host_field_.present) {
-      if (text(host_field_) != value) {
+      // Two that name one authority are one (the first is kept); compared as below.
+      if (!policy::sameAuthority(text(host_field_), value, kHttpsPort)) {
         return malformed("two host fields that differ");
       }
       return true;
@@ -294,8 +300,10 @@ Http2RequestBuilder::Outcome Http2RequestBuilder::finish(bool end_stream) {
     refusal_ = {policy::Reason::HostMissing, "the stream has no :authority and no host"};
     return Outcome::Refused;
   }
+  // The same authority as the policy reads one (docs/wire.md#http2): host canonicalised, port
+  // 443 when absent; what does not parse names nothing, so it agrees with nothing.
   if (authority_.present && host_field_.present &&
-      !ascii::iequals(text(authority_), text(host_field_))) {
+      !policy::sameAuthority(text(authority_), text(host_field_), kHttpsPort)) {
     refusal_ = {policy::Reason::HostMismatch, "the host field disagrees with :authority"};
     return Outcome::Refused;
   }

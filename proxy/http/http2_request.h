@@ -9,12 +9,14 @@
 // NUL in a value, or whitespace around it; a connection-specific field (Connection,
 // Keep-Alive, Proxy-Connection, Transfer-Encoding, Upgrade); `te` other than "trailers"; a
 // pseudo-header after a regular field, repeated, unknown, or missing; a content-length that is
-// not digits or repeats with another value. Those are Malformed: the stream is reset.
+// not digits or repeats with another value; two `host` fields that name different authorities.
+// Those are Malformed: the stream is reset.
 //
 // A well-formed request that cannot be forwarded on this connection is a Refusal, answered
 // on the stream (403/400 with the reason): `:scheme` other than https, CONNECT without a
 // protocol or with one other than websocket, no `:authority` and no `host`, a `host` that
-// disagrees with `:authority`.
+// names another authority than `:authority` (policy::sameAuthority: the host canonicalised,
+// an absent port 443; one that does not parse names another).
 //
 // An extended CONNECT for websocket (RFC 8441) is the WebSocket upgrade HTTP/1.1 spells as a GET
 // with `Upgrade: websocket`, and is one to everything after the builder: method GET, the path as

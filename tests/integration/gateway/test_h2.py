@@ -237,6 +237,31 @@ def test_host_field_that_disagrees_with_authority_is_refused_on_its_stream(gw, b
     assert m in deny[0]["url"], deny[0]
 
 
+@pytest.mark.parametrize("host,agrees", [
+    ("ALLOWED.test.:{t}", True), ("allowed.test.:{t}", True), ("Allowed.Test:{t}", True),
+    ("allowed.test", False), ("allowed.test:1", False), ("allowed..test:{t}", False)],
+    ids=["case_and_dot", "dot", "case", "no_port_is_443", "other_port", "not_a_name"])
+def test_host_field_is_compared_with_authority_canonically(gw, bed, host, agrees):
+    """A `host` field beside :authority allowed.test:PORT agrees when it names the same
+    authority as the policy reads names (docs/wire.md#http2, docs/policy.md#names): letter case
+    and one trailing dot aside, and with a port, since a host without one names https's 443.
+    One that agrees is answered by allowed.test; one that names another port, or does not
+    parse, is 403 host_mismatch and reaches no origin."""
+    host = host.format(t=gw.t)
+    m, mark = marker(), gw.audit.mark()
+    with open_h2(gw, strict=False) as t:  # h2 itself refuses to send mismatched :authority and host
+        s = t.one("GET", "/whoami.txt?m=" + m, headers=[("host", host)])
+        still_open(t)
+    recs = records(gw, t, mark, 1)
+    if agrees:
+        assert (s.status, s.body) == (200, b"allowed.test\n"), s.describe()
+        allowed_record(recs[0], gw, "/whoami.txt?m=" + m, status=200)
+    else:
+        expect.denial(s, 403, "host_mismatch")
+        assert cdn_hits(bed, m) == []
+        denied_record(recs[0], "host_mismatch")
+
+
 # --- 6. Rules per stream -----------------------------------------------------------------------
 
 def test_denied_path_and_method_streams_then_an_allowed_one(gw, bed):

@@ -68,6 +68,60 @@ TEST(ParseAuthority, Refuses) {
   }
 }
 
+// Two authorities (HTTP/2's :authority and a host field beside it) name the same place when
+// their hosts canonicalise alike and their ports agree once an absent one is the scheme's; what
+// does not parse names nothing, so it is the same as nothing, not even itself.
+TEST(SameAuthority, ComparesCanonicalHostsAndPortsWithTheDefaultApplied) {
+  struct Row {
+    std::string_view a;
+    std::string_view b;
+    bool same;
+  };
+  const Row rows[] = {
+      // the same place
+      {"allowed.test", "allowed.test", true},
+      {"allowed.test:443", "allowed.test:443", true},
+      {"ALLOWED.test", "allowed.test", true},      // letter case
+      {"allowed.test:443", "allowed.test", true},  // the default port
+      {"allowed.test", "allowed.test:443", true},
+      {"allowed.test.", "allowed.test", true},            // one trailing dot
+      {"ALLOWED.test.:443", "allowed.test", true},        // all three
+      {"allowed.test:8443", "Allowed.Test.:8443", true},  // another port, on both
+      {"127.0.0.1:443", "127.0.0.1", true},
+      {"[::1]", "[0:0::1]:443", true},  // one IPv6 address, two spellings
+      {"[2001:DB8::1]:443", "[2001:db8::1]", true},
+      // another host
+      {"allowed.test", "evil.test", false},
+      {"allowed.test", "api.allowed.test", false},
+      {"allowed.test", "allowed.test.evil.test", false},
+      {"127.0.0.1", "127.0.0.2", false},
+      // another port
+      {"allowed.test:8443", "allowed.test", false},  // absent is 443, not the other's port
+      {"allowed.test", "allowed.test:8443", false},
+      {"allowed.test:443", "allowed.test:80", false},
+      // what does not parse, or does not canonicalise
+      {"allowed.test", "allowed.test..", false},
+      {"allowed.test", "allowed.test:", false},
+      {"allowed.test", "allowed.test:0443", false},
+      {"allowed.test", "allowed.test:65979", false},  // glibc would read 443
+      {"allowed.test", "user@allowed.test", false},
+      {"allowed.test", "allowed_test", false},
+      {"127.0.0.1", "2130706433", false},
+      {"[::1]", "::1", false},
+      {"a b", "a b", false},  // even itself
+      {"allowed.test..", "allowed.test..", false},
+      {"", "", false},
+      {"allowed.test", "", false},
+  };
+  for (const Row& row : rows) {
+    EXPECT_EQ(sameAuthority(row.a, row.b, 443), row.same) << row.a << " | " << row.b;
+    EXPECT_EQ(sameAuthority(row.b, row.a, 443), row.same) << row.b << " | " << row.a;
+  }
+  // The default is the caller's: plain http's 80.
+  EXPECT_TRUE(sameAuthority("allowed.test:80", "allowed.test", 80));
+  EXPECT_FALSE(sameAuthority("allowed.test:443", "allowed.test", 80));
+}
+
 TEST(ParseAbsoluteUrl, Https) {
   auto url = parseAbsoluteUrl("https://pypi.org/simple/requests/?x=1");
   ASSERT_TRUE(url);

@@ -127,6 +127,70 @@ TEST(Http2Request, AHostFieldBesideAuthorityMustAgree) {
   EXPECT_EQ(b.refusal().reason, policy::Reason::HostMismatch);
 }
 
+// :authority and host agree when they name one authority as the policy reads names
+// (docs/policy.md#names): the host canonicalised, an absent port https's 443. What does not
+// parse agrees with nothing (fails safe: 403 host_mismatch).
+TEST(Http2Request, AuthorityAndHostAreComparedCanonically) {
+  struct Row {
+    const char* authority;
+    const char* host;
+    bool agree;
+  };
+  const Row rows[] = {
+      {"pkg.test", "pkg.test", true},
+      {"pkg.test", "PKG.Test", true},
+      {"pkg.test:443", "pkg.test", true},  // the default port, on either side
+      {"pkg.test", "pkg.test:443", true},
+      {"pkg.test", "PKG.TEST.", true},  // one trailing dot is the same name
+      {"PKG.test.:443", "pkg.test", true},
+      {"pkg.test:8443", "pkg.test.:8443", true},
+      {"[2001:db8::1]", "[2001:DB8:0::1]:443", true},
+      {"pkg.test", "evil.test", false},
+      {"pkg.test", "api.pkg.test", false},
+      {"pkg.test:8443", "pkg.test", false},  // host alone means 443
+      {"pkg.test", "pkg.test:8443", false},
+      {"pkg.test", "pkg.test..", false},
+      {"pkg.test", "pkg.test:", false},
+      {"pkg.test", "pkg.test:0443", false},
+      {"pkg.test", "user@pkg.test", false},
+      {"pkg.test", "pkg_test", false},
+      {"a b", "a b", false},  // garbage names nothing, not even itself
+  };
+  Http2RequestBuilder b;
+  for (const Row& row : rows) {
+    SCOPED_TRACE(std::string(row.authority) + " | " + row.host);
+    const Fields fields = {{":method", "GET"},
+                           {":scheme", "https"},
+                           {":authority", row.authority},
+                           {":path", "/"},
+                           {"host", row.host}};
+    if (row.agree) {
+      ASSERT_EQ(build(b, fields), Outcome::Ready);
+      EXPECT_EQ(b.head().host, row.authority);  // :authority is the Host
+      EXPECT_FALSE(b.head().headers.find("host"));
+    } else {
+      ASSERT_EQ(build(b, fields), Outcome::Refused);
+      EXPECT_EQ(b.refusal().reason, policy::Reason::HostMismatch);
+    }
+  }
+}
+
+// Two host fields are one when they name one authority (the first is kept); else malformed.
+TEST(Http2Request, TwoHostFieldsAreComparedCanonically) {
+  Http2RequestBuilder b;
+  const Fields bare = {{":method", "GET"}, {":scheme", "https"}, {":path", "/"}};
+  ASSERT_EQ(build(b, with(bare, {{"host", "pkg.test"}, {"host", "PKG.test.:443"}})),
+            Outcome::Ready);
+  EXPECT_EQ(b.head().host, "pkg.test");
+  ASSERT_EQ(build(b, with(kGet, {{"host", "pkg.test:443"}, {"host", "pkg.test"}})), Outcome::Ready);
+  EXPECT_EQ(b.head().host, "pkg.test");
+  for (const char* second : {"evil.test", "pkg.test:8443", "pkg.test..", "a b"}) {
+    SCOPED_TRACE(second);
+    ASSERT_EQ(build(b, with(bare, {{"host", "pkg.test"}, {"host", second}})), Outcome::Malformed);
+    EXPECT_EQ(b.malformation(), "two host fields that differ");
+  }
+}
+
 TEST(Http2Request, AHostFieldAloneIsTheHost) {
   Http2RequestBuilder b;
   const Fields fields = {

@@ -1,7 +1,9 @@
 #pragma once
 // Reading the pages of docs/ in tests that keep them honest: a page from the source tree, the
-// text under one heading, and the cells of its tables. Just enough Markdown for the pages as
-// they are written (ATX headings, pipe tables with one row per line).
+// text under one heading, the cells of its tables, and the anchors its headings get. Just enough
+// Markdown for the pages as they are written (ATX headings, pipe tables with one row per line).
+#include <algorithm>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,6 +92,82 @@ inline std::vector<std::string> codeSpans(std::string_view text) {
     at = close + 1;
   }
   return spans;
+}
+
+// The anchor GitHub gives a heading (the text after its '#'s): a link's text stands for the
+// link, letters are lowered, each space becomes '-', and every other character but ASCII
+// letters, digits, '-' and '_' is dropped ("HTTP/2 toward origins" -> "http2-toward-origins",
+// "`sluice explain`" -> "sluice-explain"). Bytes of 0x80 and above are kept, as GitHub keeps
+// non-ASCII letters (it drops non-ASCII punctuation, which no heading here has).
+inline std::string headingAnchor(std::string_view text) {
+  std::string anchor;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == ']' && i + 1 < text.size() && text[i + 1] == '(') {
+      const std::size_t close = text.find(')', i);
+      i = close == std::string_view::npos ? text.size() : close;  // the link's target
+      continue;
+    }
+    const auto u = static_cast<unsigned char>(c);
+    if (c >= 'A' && c <= 'Z') {
+      anchor += static_cast<char>(c - 'A' + 'a');
+    } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+               u >= 0x80) {
+      anchor += c;
+    } else if (c == ' ') {
+      anchor += '-';
+    }
+  }
+  return anchor;
+}
+
+// The anchors of a page: each ATX heading's outside ``` blocks, indented ones too (a repeated
+// one numbered "-1", "-2"... as GitHub does), and each <a id="..."> or <a name="...">.
+inline std::set<std::string> pageAnchors(const std::string& page) {
+  std::set<std::string> anchors;
+  bool fenced = false;
+  std::size_t at = 0;
+  while (at < page.size()) {
+    std::size_t end = page.find('\n', at);
+    end = end == std::string::npos ? page.size() : end;
+    std::string_view line = std::string_view(page).substr(at, end - at);
+    at = end + 1;
+    if (line.substr(std::min(line.find_first_not_of(' '), line.size())).starts_with("```")) {
+      fenced = !fenced;
+      continue;
+    }
+    if (fenced) {
+      continue;
+    }
+    for (std::string_view attribute : {"<a id=\"", "<a name=\""}) {
+      for (std::size_t open = line.find(attribute); open != std::string_view::npos;
+           open = line.find(attribute, open + 1)) {
+        const std::size_t from = open + attribute.size();
+        const std::size_t close = line.find('"', from);
+        if (close != std::string_view::npos) {
+          anchors.emplace(line.substr(from, close - from));
+        }
+      }
+    }
+    std::size_t level = 0;
+    while (level < line.size() && line[level] == '#') {
+      ++level;
+    }
+    if (level == 0 || level > 6 || level == line.size() || line[level] != ' ') {
+      continue;
+    }
+    std::string_view text = line.substr(level + 1);
+    while (!text.empty() && (text.back() == '#' || text.back() == ' ')) {
+      text.remove_suffix(1);  // a closing sequence of '#'s
+    }
+    const std::string anchor = headingAnchor(text);
+    std::string unique = anchor;
+    for (int n = 1; anchors.contains(unique); ++n) {
+      unique = anchor + "-" + std::to_string(n);
+    }
+    anchors.insert(unique);
+  }
+  return anchors;
 }
 
 }  // namespace sluice::test_support

@@ -1,7 +1,7 @@
-"""`sluice audit summary` on the log of a real run (docs/cli.md#sluice-audit-summary-sluice-audit-
-report): per sandbox and host, requests by decision and reason and bytes each way, the same
-numbers the records say; `--since` and `--sandbox` leave records out; a file that cannot be read
-is exit 2."""
+"""`sluice audit summary` on the log of a real run
+(docs/cli.md#sluice-audit-summary-sluice-audit-report): per sandbox and host, requests by
+decision and reason and bytes each way, the same numbers the records say; `--since` and
+`--sandbox` leave records out; a file that cannot be read is exit 2."""
 import json
 import os
 import subprocess

@@ -1,5 +1,5 @@
-// A rule's `websocket` key (docs/config.md#rules, docs/wire.md#websocket): a plain boolean,
-// false when absent; anything else is an error at its file:line:col.
+// A rule's `websocket` key (docs/configuration.md#policies-and-rules, docs/wire.md#websocket):
+// a plain boolean, false when absent; anything else is an error at its file:line:col.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

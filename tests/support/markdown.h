@@ -17,6 +17,24 @@ inline std::string docsPage(std::string_view page) {
   return readFile(std::string(SLUICE_SOURCE_DIR) + "/docs/" + std::string(page));
 }
 
+// The lines of `text`, without their '\n' (a last line without one included).
+inline std::vector<std::string_view> linesOf(std::string_view text) {
+  std::vector<std::string_view> lines;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    end = end == std::string_view::npos ? text.size() : end;
+    lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return lines;
+}
+
+// Whether `line` opens or closes a ``` block, indented ones (inside a list item) too.
+inline bool isFence(std::string_view line) {
+  return line.substr(std::min(line.find_first_not_of(' '), line.size())).starts_with("```");
+}
+
 // The text under the heading line that reads exactly `heading` ("## upstream"), up to the next
 // heading of any level (a '#' line inside a ``` block is not one); "" when there is none.
 inline std::string docsSection(const std::string& page, std::string_view heading) {
@@ -45,11 +63,7 @@ inline std::string docsSection(const std::string& page, std::string_view heading
 // The cells of every table row in `section`, trimmed; header and separator rows included.
 inline std::vector<std::vector<std::string>> tableRows(const std::string& section) {
   std::vector<std::vector<std::string>> rows;
-  std::size_t at = 0;
-  while (at < section.size()) {
-    std::size_t end = section.find('\n', at);
-    end = end == std::string::npos ? section.size() : end;
-    std::string_view line = std::string_view(section).substr(at, end - at);
+  for (std::string_view line : linesOf(section)) {
     if (line.starts_with('|')) {
       std::vector<std::string> cells;
       std::size_t from = 1;
@@ -70,7 +84,6 @@ inline std::vector<std::vector<std::string>> tableRows(const std::string& sectio
       }
       rows.push_back(std::move(cells));
     }
-    at = end + 1;
   }
   return rows;
 }
@@ -126,13 +139,8 @@ inline std::string headingAnchor(std::string_view text) {
 inline std::set<std::string> pageAnchors(const std::string& page) {
   std::set<std::string> anchors;
   bool fenced = false;
-  std::size_t at = 0;
-  while (at < page.size()) {
-    std::size_t end = page.find('\n', at);
-    end = end == std::string::npos ? page.size() : end;
-    std::string_view line = std::string_view(page).substr(at, end - at);
-    at = end + 1;
-    if (line.substr(std::min(line.find_first_not_of(' '), line.size())).starts_with("```")) {
+  for (std::string_view line : linesOf(page)) {
+    if (isFence(line)) {
       fenced = !fenced;
       continue;
     }

@@ -54,14 +54,9 @@ void markdownLinks(const std::string& file, std::string_view text, std::vector<R
   const fs::path folder = fs::path(file).parent_path();
   bool fenced = false;
   std::size_t number = 0;
-  std::size_t at = 0;
-  while (at < text.size()) {
-    std::size_t end = text.find('\n', at);
-    end = end == std::string_view::npos ? text.size() : end;
-    const std::string_view line = text.substr(at, end - at);
-    at = end + 1;
+  for (std::string_view line : linesOf(text)) {
     ++number;
-    if (line.substr(std::min(line.find_first_not_of(' '), line.size())).starts_with("```")) {
+    if (isFence(line)) {
       fenced = !fenced;
       continue;
     }

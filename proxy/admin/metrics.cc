@@ -411,6 +411,10 @@ std::string renderPrometheus(const GatewayMetrics& gateway,
       {"sluice_audit_refused_connections_total", "counter",
        "Connections closed unread because too many records were kept for the audit file.",
        [](const AuditSample& a) { return a.refused_connections; }},
+      {"sluice_audit_refused_streams_total", "counter",
+       "HTTP/2 streams refused unrecorded (REFUSED_STREAM) while the audit file could not be "
+       "written, their connection having kept its one refusal.",
+       [](const AuditSample& a) { return a.refused_streams; }},
   };
   for (const AuditFamily& family : kAuditFamilies) {
     appendFamily(out, family.name, family.type, family.help);

@@ -156,6 +156,7 @@ struct AuditSample {
   std::uint64_t pending_bytes = 0;
   std::uint64_t write_failures = 0;       // failed attempts to write, ever
   std::uint64_t refused_connections = 0;  // closed unread: too much kept
+  std::uint64_t refused_streams = 0;      // HTTP/2 streams refused unrecorded while failing
 };
 
 // Everything, in the Prometheus text exposition format 0.0.4, every family with # HELP and

@@ -254,6 +254,8 @@ void AuditSink::countRefusedConnection() {
   refused_connections_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void AuditSink::countRefusedStream() { refused_streams_.fetch_add(1, std::memory_order_relaxed); }
+
 AuditSink::Status AuditSink::status() const {
   Status s;
   s.failing = failing_.load(std::memory_order_acquire);
@@ -263,6 +265,7 @@ AuditSink::Status AuditSink::status() const {
   s.pending_records = pending_records_.load(std::memory_order_relaxed);
   s.write_failures = write_failures_.load(std::memory_order_relaxed);
   s.refused_connections = refused_connections_.load(std::memory_order_relaxed);
+  s.refused_streams = refused_streams_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -99,6 +99,9 @@ class AuditSink {
   bool overPendingLimit() const;
   // A connection closed unread because of overPendingLimit(), for /metrics.
   void countRefusedConnection();
+  // An HTTP/2 stream refused unrecorded (REFUSED_STREAM) while the file cannot be written: its
+  // connection already kept its one refusal (docs/audit.md), for /metrics.
+  void countRefusedStream();
 
   struct Status {
     bool failing = false;
@@ -108,6 +111,7 @@ class AuditSink {
     std::uint64_t pending_records = 0;
     std::uint64_t write_failures = 0;  // failed attempts to write, ever
     std::uint64_t refused_connections = 0;
+    std::uint64_t refused_streams = 0;
   };
   Status status() const;
   // One line for /healthz while failing: the path, the error, since when, what is kept.
@@ -141,6 +145,7 @@ class AuditSink {
   std::atomic<std::uint64_t> pending_records_{0};
   std::atomic<std::uint64_t> write_failures_{0};
   std::atomic<std::uint64_t> refused_connections_{0};
+  std::atomic<std::uint64_t> refused_streams_{0};
 };
 
 // Every audit file of the process, by path: a sandbox of any generation that writes to a path

@@ -397,7 +397,7 @@ std::string Server::renderMetrics() const {
     const audit::AuditSink::Status s = sink->status();
     audits.push_back(admin::AuditSample{sink->path(), s.failing, s.pending_records,
                                         s.pending_bytes, s.write_failures,
-                                        s.refused_connections});
+                                        s.refused_connections, s.refused_streams});
   }
   return admin::renderPrometheus(state_->metrics, samples, SLUICE_VERSION, audits);
 }

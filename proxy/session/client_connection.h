@@ -224,6 +224,8 @@ class ClientConnection final : private io::TcpStream::Handler,
   ConnectionState state_ = ConnectionState::ReadingProxyHead;
   AfterExchange after_exchange_ = AfterExchange::ReadNext;
   bool audited_ = false;        // a record was written for this connection
+  // Refusals kept while the audit log could not be written, since it last could (at most one).
+  std::uint8_t audit_refusals_kept_ = 0;
   audit::Error tunnel_end_ = audit::Error::None;  // noteTunnelEnd()
   bool stream_closed_ = false;  // the client stream's close callback ran
   bool timer_closed_ = false;   // the timer's close callback ran

@@ -30,8 +30,16 @@ Admission ClientConnection::admitRequest() {
     return Admission::Refuse;
   }
   if (!binding_.auditAvailable()) {
-    return Admission::AuditUnavailable;
+    // Its records are kept in memory meanwhile: one refusal per connection is kept, the rest
+    // are refused unrecorded (and counted).
+    if (audit_refusals_kept_ == 0) {
+      ++audit_refusals_kept_;
+      return Admission::AuditUnavailable;
+    }
+    binding_.view().audit->countRefusedStream();
+    return Admission::Shed;
   }
+  audit_refusals_kept_ = 0;
   timer_.setPhase(0);  // the head is complete
   timer_.setRelease(0);
   return Admission::Admit;

@@ -30,8 +30,14 @@ enum class Admission : std::uint8_t {
   // now (requests of the old one are in flight), or the new one no longer has the sandbox:
   // HTTP/1.1 finishes the connection, HTTP/2 refuses the stream (REFUSED_STREAM) and says GOAWAY.
   Refuse,
-  // The sandbox's audit log cannot be written: the request is refused, 503 audit_unavailable.
+  // The sandbox's audit log cannot be written: the request is refused, 503 audit_unavailable,
+  // its record kept with the others; the connection takes no further request (HTTP/1.1 ends,
+  // HTTP/2 says GOAWAY).
   AuditUnavailable,
+  // The same, once the connection has kept its one refusal: the request is refused unrecorded
+  // (HTTP/2: REFUSED_STREAM, safe to retry), counted, so that one connection cannot make sluice
+  // keep records without bound (docs/audit.md#when-the-audit-file-cannot-be-written).
+  Shed,
 };
 
 // How the client's side of the connection ended.

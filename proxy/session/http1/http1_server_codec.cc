@@ -172,6 +172,7 @@ void Http1ServerCodec::onHead(const http::RequestHead& head) {
     case Admission::Admit:
       break;
     case Admission::Refuse:
+    case Admission::Shed:  // (not after a refusal: an HTTP/1.1 connection ends with it)
       host_.finishConnection();  // (the sandbox is gone: nothing is answered)
       return;
     case Admission::AuditUnavailable:

@@ -156,8 +156,16 @@ void Http2Stream::onHead(bool end_stream) {
       codec_.goAway(NGHTTP2_NO_ERROR);
       return;
     case Admission::AuditUnavailable:
+      // No new stream on this connection while the audit log cannot be written: this one is
+      // refused and on record, and GOAWAY sends the client to a new connection, which is
+      // refused unread once too much is kept (docs/audit.md#when-the-audit-file-cannot-be-written).
       beginRefusedRecord();
       exchange_.deny(policy::Reason::AuditUnavailable, kAuditUnavailableDetail);
+      codec_.goAway(NGHTTP2_NO_ERROR);
+      return;
+    case Admission::Shed:
+      resetStream(NGHTTP2_REFUSED_STREAM);  // unprocessed, unrecorded: safe to retry
+      codec_.goAway(NGHTTP2_NO_ERROR);
       return;
   }
   if (outcome == http::Http2RequestBuilder::Outcome::Refused) {

@@ -67,7 +67,7 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
   gateway.countReload(true);
   gateway.dns_lookup.observe(400);
   const SandboxSample samples[] = {{"agent-1", &sandbox, 4}};
-  const AuditSample audits[] = {{"/var/log/sluice/a.jsonl", true, 3, 1400, 7, 2},
+  const AuditSample audits[] = {{"/var/log/sluice/a.jsonl", true, 3, 1400, 7, 2, 5},
                                 {"-", false, 0, 0, 0, 0}};
 
   const std::string expected =
@@ -187,7 +187,13 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
       "records were kept for the audit file.\n"
       "# TYPE sluice_audit_refused_connections_total counter\n"
       "sluice_audit_refused_connections_total{path=\"/var/log/sluice/a.jsonl\"} 2\n"
-      "sluice_audit_refused_connections_total{path=\"-\"} 0\n";
+      "sluice_audit_refused_connections_total{path=\"-\"} 0\n"
+      "# HELP sluice_audit_refused_streams_total HTTP/2 streams refused unrecorded "
+      "(REFUSED_STREAM) while the audit file could not be written, their connection having kept "
+      "its one refusal.\n"
+      "# TYPE sluice_audit_refused_streams_total counter\n"
+      "sluice_audit_refused_streams_total{path=\"/var/log/sluice/a.jsonl\"} 5\n"
+      "sluice_audit_refused_streams_total{path=\"-\"} 0\n";
   EXPECT_EQ(renderPrometheus(gateway, samples, "0.1.0", audits), expected);
 }
 
@@ -203,7 +209,8 @@ TEST(RenderPrometheus, NoSandboxesStillListsEveryFamilyAndTheFixedZeros) {
         "sluice_upstream_connect_seconds histogram", "sluice_request_duration_seconds histogram",
         "sluice_audit_unavailable gauge", "sluice_audit_pending_records gauge",
         "sluice_audit_pending_bytes gauge", "sluice_audit_write_failures_total counter",
-        "sluice_audit_refused_connections_total counter"}) {
+        "sluice_audit_refused_connections_total counter",
+        "sluice_audit_refused_streams_total counter"}) {
     EXPECT_NE(text.find(std::string("# TYPE ") + family + "\n"), std::string::npos) << family;
   }
   EXPECT_EQ(linesStartingWith(text, "sluice_requests_total"), "");

@@ -1,0 +1,62 @@
+"""Issue 33: what one hostile sandbox speaking HTTP/2 can make sluice hold or do, against the
+bounds sluice promises (docs/wire.md#http2 "Flow control and memory" and "Floods",
+docs/wire.md#limits-and-timeouts, docs/wire.md#upstreams "Idle upstream bounds",
+docs/audit.md#when-the-audit-file-cannot-be-written). One test per finding, each added with
+its fix; the scenarios and their figures are h2_scenarios.py's, which bench/h2_bounds prints
+for any binary.
+
+1. Memory: 100 streams of an 8 MiB file whose client never sends WINDOW_UPDATE hold at most
+   2 MiB of sluice's RSS per connection (8 MiB under ASan), toward an HTTP/1.1 origin
+   (allowed.test: 100 upstream connections) or an h2 one (h2.test: streams of shared upstream
+   sessions); 16 such connections, one sandbox at its `max_connections`, at most 16 x that.
+2. Idle upstreams: 400 names under a wildcard whose origin speaks h2 (an nginx of the module's
+   own on 127.0.0.25 for *.h2flood.test, and a dnsmasq whose zone has that tree) leave at most
+   `upstream.max_idle_per_sandbox` idle upstreams, and with 256 descriptors another sandbox is
+   served afterwards.
+3. Provoked resets (MadeYouReset, CVE-2025-8671): streams that nghttp2 must reset for the
+   client (`content-length: 1`, 2 bytes of DATA) count like the client's own RST_STREAMs: GOAWAY
+   ENHANCE_YOUR_CALM within that budget (100, then 50 a second), and no more upstream dials.
+4. Progress: PING, WINDOW_UPDATE or PRIORITY once a second is no request progress: a stream
+   whose origin is silent gets 504 after idle_timeout, a connection with no stream GOAWAY.
+5. Audit fail-closed: while the audit file cannot be written, one open HTTP/2 connection
+   cannot make sluice keep records past the cap (4 MiB, and per connection one refusal and
+   the records of its streams in flight): its first refusal is followed by GOAWAY, and the
+   streams it opens after it are refused unprocessed (REFUSED_STREAM) and only counted.
+
+Oracles: sluice's /proc (RSS, descriptors, its sockets to the origins), its /metrics (streams
+in flight, finished connects, kept audit records), nginx's connection counter ($connection,
+one worker) and access log, and the frames sluice sent (GOAWAY, RST_STREAM, heads).
+"""
+from admin_client import Admin, with_admin
+from h2_scenarios import PENDING_LIMIT, audit_flood, audit_on_dev_full
+
+KIB = 1024
+REFUSED_STREAM = 0x7
+
+
+def mib(kib):
+    return "%.1f MiB" % (kib / KIB)
+
+
+# --- 5. refusals kept while the audit file cannot be written ------------------------------------
+
+def test_one_h2_connection_cannot_keep_refusals_past_the_cap(make_gw, bed):
+    """audit.path /dev/full; an HTTP/2 connection opened before the first write failed keeps
+    opening streams (8 KB paths, so each kept record holds 4 KiB of url). Each is refused 503,
+    and each refusal is a record kept: past the cap (4 MiB, and two records per connection
+    open) the connection must get no more, e.g. GOAWAY."""
+    g = make_gw(edit=with_admin(audit_on_dev_full))
+    bound = PENDING_LIMIT + 64 * KIB
+    f = audit_flood(g.sluice, Admin(g.sluice), bed, g, streams=2000, stop_above=2 * bound)
+    assert f["connect_status"] == 403, f  # the refused CONNECT whose record failed
+    report = "%d streams on one connection in %.1fs, answered %r (resets %r), GOAWAY %r: " \
+             "%d records (%s) kept, RSS +%s" % (
+                 f["sent"], f["seconds"], f["statuses"], f["resets"], f["goaway"],
+                 f["pending_records"], mib(f["pending_bytes"] // KIB),
+                 mib(f["rss_growth_kib"]))
+    assert f["pending_bytes"] <= bound, report
+    assert f["statuses"].get("503") == 1, report  # the one refusal kept
+    assert f["goaway"] == 0, report  # GOAWAY NO_ERROR after it
+    refused = Admin(g.sluice).scrape().value("sluice_audit_refused_streams_total",
+                                             path=g.sluice.config["audit"]["path"])
+    assert refused == f["resets"].get(REFUSED_STREAM, 0), report

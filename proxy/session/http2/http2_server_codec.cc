@@ -73,6 +73,16 @@ std::uint32_t goAwayCodeOf(audit::Error error) {
   }
 }
 
+// The error codes of the resets sluice sends because of the client's frames: a malformed
+// stream, a content-length its DATA broke, a flow-control or frame-size violation, a frame on a
+// closed stream (RFC 9113 §5.4.2). Not REFUSED_STREAM (a stream over the limit, or refused
+// while the connection goes away, costs nothing and does nothing), INTERNAL_ERROR (an
+// upstream's failure) or NO_ERROR (the answer came before the body ended).
+bool provokedByClient(std::uint32_t error_code) {
+  return error_code == NGHTTP2_PROTOCOL_ERROR || error_code == NGHTTP2_FLOW_CONTROL_ERROR ||
+         error_code == NGHTTP2_STREAM_CLOSED || error_code == NGHTTP2_FRAME_SIZE_ERROR;
+}
+
 }  // namespace
 
 // nghttp2's callbacks, each forwarding to the codec or the stream it names.
@@ -148,6 +158,9 @@ struct Http2ServerCodec::Callbacks {
   // frame of too many entries, a frame RFC 9113 forbids). sendPending() ends the connection.
   static int onFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
     Http2ServerCodec& self = codec(user_data);
+    if (frame->hd.type == NGHTTP2_RST_STREAM && provokedByClient(frame->rst_stream.error_code)) {
+      self.countProvokedReset();  // sluice's own or nghttp2's: either way the client's doing
+    }
     if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR &&
         self.phase_ == Phase::Open && self.library_error_ == audit::Error::None) {
       const std::string_view said(reinterpret_cast<const char*>(frame->goaway.opaque_data),
@@ -223,6 +236,13 @@ bool Http2ServerCodec::TokenBucket::take(std::uint64_t now_ms, double burst, dou
   return true;
 }
 
+void Http2ServerCodec::countProvokedReset() {
+  if (flood_ == audit::Error::None &&
+      !resets_.take(uv_now(host_.context().loop), kOwnResetBurst, kOwnResetRate)) {
+    flood_ = audit::Error::H2RapidReset;
+  }
+}
+
 bool Http2ServerCodec::flooded(const nghttp2_frame& frame) {
   const bool ack = (frame.hd.flags & NGHTTP2_FLAG_ACK) != 0;
   if (frame.hd.type == NGHTTP2_RST_STREAM) {
@@ -248,6 +268,14 @@ bool Http2ServerCodec::sendPending() {
     return false;
   }
   session_.drain([this](std::string_view bytes) { host_.sendClient(bytes); });
+  if (flood_ != audit::Error::None && phase_ == Phase::Open) {
+    // The resets sluice sent for the client's frames used up the budget: ENHANCE_YOUR_CALM.
+    SPDLOG_DEBUG("[C{}] h2 connection error: {}", host_.facts().id, toString(flood_));
+    goAway(goAwayCodeOf(flood_));
+    session_.drain([this](std::string_view bytes) { host_.sendClient(bytes); });
+    fail(flood_);
+    return true;
+  }
   if (library_error_ != audit::Error::None && phase_ == Phase::Open) {
     // nghttp2 ended the session itself and its GOAWAY just went out (onFrameSend).
     SPDLOG_DEBUG("[C{}] h2 connection error: {}", host_.facts().id, toString(library_error_));

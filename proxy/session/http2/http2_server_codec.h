@@ -97,6 +97,11 @@ class Http2ServerCodec final : public ClientCodec {
   nghttp2_session* session() const { return session_.get(); }
   CodecHost& host() { return host_; }
   void onStreamOver(Http2Stream& stream);
+  // A reset sluice sends because of what the client sent (MadeYouReset, CVE-2025-8671): it
+  // draws from the same budget as the client's own resets; past it the next sendPending() ends
+  // the connection (ENHANCE_YOUR_CALM). Resets with the client's error codes are counted as
+  // they are sent; a stream cut for the client's fault with another code is counted here.
+  void countProvokedReset();
 
  private:
   struct Callbacks;
@@ -110,6 +115,7 @@ class Http2ServerCodec final : public ClientCodec {
   // A frame that is one too many of a flood sluice counts itself (resets and PING/SETTINGS
   // frames at its own rates, empty DATA frames): flood_ says which, and the connection ends.
   bool flooded(const nghttp2_frame& frame);
+
   // A stream ended since nghttp2 was last called: the connection hears it once nghttp2 has
   // returned (CodecHost::onRequestsOver), if no stream is left.
   void reportIdle();

@@ -255,6 +255,9 @@ void Http2Stream::refuseTrailers(bool malformed) {
   RequestRecord& record = exchange_.record();
   record.verdict = policy::Verdict::Deny;
   record.refusal = malformed ? policy::Reason::BadRequest : policy::Reason::HeaderTooLarge;
+  if (!malformed) {
+    codec_.countProvokedReset();  // (PROTOCOL_ERROR is counted as it is sent)
+  }
   cut(malformed ? NGHTTP2_PROTOCOL_ERROR : NGHTTP2_INTERNAL_ERROR);
 }
 

@@ -28,14 +28,37 @@ in flight, finished connects, kept audit records), nginx's connection counter ($
 one worker) and access log, and the frames sluice sent (GOAWAY, RST_STREAM, heads).
 """
 from admin_client import Admin, with_admin
-from h2_scenarios import PENDING_LIMIT, audit_flood, audit_on_dev_full
+from h2_scenarios import PENDING_LIMIT, audit_flood, audit_on_dev_full, made_you_reset
 
 KIB = 1024
 REFUSED_STREAM = 0x7
+RESET_BURST, RESET_RATE, STREAMS_IN_FLIGHT = 100, 50, 100
 
 
 def mib(kib):
     return "%.1f MiB" % (kib / KIB)
+
+
+# --- 3. resets sluice is made to send -----------------------------------------------------------
+
+def test_resets_the_client_provokes_count_like_its_own(start_sluice, bed):
+    """5,000 streams each reset by sluice (content-length 1, 2 bytes of DATA), sent as fast as
+    sluice takes them: GOAWAY ENHANCE_YOUR_CALM once the reset budget (100, then 50 a second)
+    is spent, and no more streams reset or upstream connections made than that budget and the
+    100 streams in flight when it ran out."""
+    s = start_sluice(edit=with_admin())
+    f = made_you_reset(s, Admin(s), bed, streams=5000)
+    limit = RESET_BURST + RESET_RATE * f["budget_seconds"] + STREAMS_IN_FLIGHT
+    report = "%d streams sent in %.1fs: %d reset PROTOCOL_ERROR by sluice, GOAWAY %r; the " \
+             "origin accepted %d connections (sluice finished %d connects) and got %d requests;" \
+             " the budget allows %d" % (
+                 f["sent"], f["flood_seconds"], f["resets_protocol_error"], f["goaway"],
+                 f["origin_connections"], f["dials_counted_by_sluice"], f["origin_requests"],
+                 limit)
+    assert f["resets_protocol_error"] > 0, report  # the flood did provoke resets
+    assert f["goaway_enhance_your_calm"], report
+    assert f["resets_protocol_error"] <= limit, report
+    assert f["origin_connections"] <= limit, report
 
 
 # --- 5. refusals kept while the audit file cannot be written ------------------------------------

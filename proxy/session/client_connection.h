@@ -214,6 +214,8 @@ class ClientConnection final : private io::TcpStream::Handler,
   bool betweenRequests() const { return state_ == ConnectionState::Serving && !codec_->inFlight(); }
   void releaseIdleBuffers();
   std::uint64_t idleTimeoutMs() const;
+  // The connection's own idle deadline (0: none now, its requests keep theirs).
+  std::uint64_t connectionIdleMs() const;
   void onTimer();
 
   WorkerContext& ctx_;

@@ -145,12 +145,17 @@ bool ClientConnection::keepsUpstreams() const {
 
 void ClientConnection::armTimer() {
   if (!closing()) {
-    timer_.arm(idleTimeoutMs(), requestDeadline());
+    timer_.arm(connectionIdleMs(), requestDeadline());
   }
 }
 
 std::uint64_t ClientConnection::idleTimeoutMs() const {
   return static_cast<std::uint64_t>(config().limits.idle_timeout.count());
+}
+
+std::uint64_t ClientConnection::connectionIdleMs() const {
+  return codec_ && state_ == ConnectionState::Serving && codec_->timesRequests() ? 0
+                                                                                 : idleTimeoutMs();
 }
 
 // An idle keep-alive connection keeps little: TLS record buffers, write queues and scratch
@@ -169,7 +174,7 @@ void ClientConnection::releaseIdleBuffers() {
 void ClientConnection::onTimer() {
   Cork cork(*this);
   collect();
-  const ConnectionTimer::Due due = timer_.fired(idleTimeoutMs(), requestDeadline());
+  const ConnectionTimer::Due due = timer_.fired(connectionIdleMs(), requestDeadline());
   if (due.release) {
     releaseIdleBuffers();
   }

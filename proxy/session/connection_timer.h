@@ -32,9 +32,10 @@ class ConnectionTimer {
   // Idle between requests: give buffers back then (0: not).
   void setRelease(std::uint64_t at_ms) { release_ms_ = at_ms; }
 
-  // Arms for the earliest deadline (`other`: the exchange's, 0 if none). Already armed for that
-  // moment or an earlier one (which re-arms for the rest), it costs nothing: each request moves
-  // the idle deadline later, and that is no timer-heap update.
+  // Arms for the earliest deadline (`other`: the requests', 0 if none; `idle_timeout_ms` 0: no
+  // idle deadline of the connection's own, while its requests keep theirs). Already armed for
+  // that moment or an earlier one (which re-arms for the rest), it costs nothing: each request
+  // moves the idle deadline later, and that is no timer-heap update.
   void arm(std::uint64_t idle_timeout_ms, std::uint64_t other);
 
   struct Due {
@@ -49,6 +50,8 @@ class ConnectionTimer {
   void close(std::function<void()> on_closed) { timer_.close(std::move(on_closed)); }
 
  private:
+  static constexpr std::uint64_t kNever = ~std::uint64_t{0};
+
   uv_loop_t* loop_;
   io::Timer timer_;
   std::function<void()> fire_;

@@ -126,6 +126,11 @@ class ClientCodec {
   virtual bool goingAway() const = 0;
   // The earliest deadline of its requests (0: none).
   virtual std::uint64_t deadline() const = 0;
+  // Its requests in flight each keep their own idle deadline (in deadline()), from their own
+  // progress: the connection's idle rule waits until none is in flight (HTTP/2: frames that
+  // carry no request, a PING or a WINDOW_UPDATE, keep no stream and no connection alive).
+  // HTTP/1.1: no; its one request's progress is the connection's.
+  virtual bool timesRequests() const = 0;
 
   // --- what the connection does to every request
   // A safe point: no request's callback is on the stack (finished requests may be freed).

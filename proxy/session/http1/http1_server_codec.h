@@ -61,6 +61,7 @@ class Http1ServerCodec final : public ClientCodec,
   bool idle() const override { return !exchange_.inFlight() && pending() == 0; }
   bool goingAway() const override { return false; }
   std::uint64_t deadline() const override { return exchange_.deadline(); }
+  bool timesRequests() const override { return false; }
   void collect() override {}
   void updateUpstreamReading(bool client_backed_up) override {
     exchange_.updateUpstreamReading(client_backed_up);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "proxy/runtime/generation.h"
 #include "proxy/session/http2/http2_stream.h"
 
 namespace sluice::proxy::session {
@@ -208,7 +209,8 @@ bool Http2ServerCodec::feed(std::span<const char> plaintext) {
   if (phase_ == Phase::Done) {
     return false;  // the session is over: nothing more is read
   }
-  host_.noteProgress();
+  // (No progress by itself: a stream's is its own, and the connection's is a stream beginning
+  // or the last one ending. A PING a second keeps nothing alive: docs/wire.md#http2.)
   const long n = session_.receive(plaintext);
   if (n < 0) {
     // A connection error nghttp2 returns (a bad preface, a flood, a callback's refusal): GOAWAY
@@ -403,8 +405,9 @@ void Http2ServerCodec::onPeerDrained() {
 
 std::uint64_t Http2ServerCodec::deadline() const {
   std::uint64_t earliest = 0;
+  const std::uint64_t idle = idleTimeoutMs();
   for (const auto& stream : live_) {
-    const std::uint64_t d = stream->exchange().deadline();
+    const std::uint64_t d = stream->deadline(idle);
     if (d != 0 && (earliest == 0 || d < earliest)) {
       earliest = d;
     }
@@ -412,12 +415,26 @@ std::uint64_t Http2ServerCodec::deadline() const {
   return earliest;
 }
 
+bool Http2ServerCodec::timesRequests() const { return inFlight(); }
+
+std::uint64_t Http2ServerCodec::idleTimeoutMs() const {
+  return static_cast<std::uint64_t>(host_.generation().config->limits.idle_timeout.count());
+}
+
 void Http2ServerCodec::onTimeout(const Expired& expired) {
+  // Each stream by its own deadlines: a dial's, and idle_timeout from its own progress (a
+  // stream whose upstream is silent gets its 504 whatever else the connection carries).
+  const std::uint64_t now = uv_now(host_.context().loop);
+  const std::uint64_t idle = idleTimeoutMs();
   bool acted = false;
   for (std::size_t i = 0; i < live_.size(); ++i) {
-    acted = live_[i]->exchange().onTimeout(expired.request) || acted;
+    acted = live_[i]->onTimeout(now, idle) || acted;
   }
-  if (acted || (!expired.idle && !expired.phase)) {
+  reportIdle();  // (the last stream in flight may have ended: the connection's idle rule resumes)
+  if (host_.closing() || phase_ == Phase::Done) {
+    return;
+  }
+  if (acted || inFlight() || (!expired.idle && !expired.phase)) {
     host_.armTimer();
     return;  // the streams that waited were answered (504) or moved on; the others go on
   }

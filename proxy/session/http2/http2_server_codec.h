@@ -74,6 +74,7 @@ class Http2ServerCodec final : public ClientCodec {
   bool idle() const override { return false; }
   bool goingAway() const override { return phase_ != Phase::Open; }
   std::uint64_t deadline() const override;
+  bool timesRequests() const override;
   // Frees the streams that are finished (a safe point: no exchange of theirs is on the stack).
   void collect() override;
   void updateUpstreamReading(bool client_backed_up) override;
@@ -109,6 +110,7 @@ class Http2ServerCodec final : public ClientCodec {
   Http2Stream& openStream(std::int32_t id);
   void done(std::string_view why);
   void releaseUpstreams();
+  std::uint64_t idleTimeoutMs() const;
   // The sandbox made the connection fail: the streams cut short and the tunnel on record, then
   // done(). GOAWAY is already queued or sent.
   void fail(audit::Error error);

@@ -2,6 +2,7 @@
 
 #include <nghttp2/nghttp2.h>
 #include <spdlog/spdlog.h>
+#include <uv.h>
 
 #include <algorithm>
 #include <charconv>
@@ -10,8 +11,8 @@
 #include "proxy/http/head_writer.h"
 #include "proxy/runtime/generation.h"
 #include "proxy/session/exchange/denial.h"
-#include "proxy/session/http2/http2_server_codec.h"
 #include "proxy/session/exchange/request_target.h"
+#include "proxy/session/http2/http2_server_codec.h"
 
 namespace sluice::proxy::session {
 
@@ -133,7 +134,31 @@ void Http2Stream::beginRefusedRecord() {
   record.url = "https://" + facts().authority + std::string(urlPath(record.origin_target));
 }
 
+void Http2Stream::noteProgress() { last_progress_ms_ = uv_now(context().loop); }
+
+std::uint64_t Http2Stream::deadline(std::uint64_t idle_ms) const {
+  if (!exchange_.inFlight()) {
+    return 0;
+  }
+  const std::uint64_t idle = last_progress_ms_ + idle_ms;
+  const std::uint64_t dial = exchange_.deadline();
+  return dial != 0 && dial < idle ? dial : idle;
+}
+
+bool Http2Stream::onTimeout(std::uint64_t now, std::uint64_t idle_ms) {
+  if (!exchange_.inFlight()) {
+    return false;
+  }
+  const std::uint64_t dial = exchange_.deadline();
+  const bool dial_over = dial != 0 && now >= dial;
+  if (!dial_over && now < last_progress_ms_ + idle_ms) {
+    return false;
+  }
+  return exchange_.onTimeout(dial_over);
+}
+
 void Http2Stream::onHead(bool end_stream) {
+  noteProgress();  // a stream begins: its idle_timeout counts from here
   request_side_ = end_stream ? RequestSide::Ended : RequestSide::Receiving;
   const http::Http2RequestBuilder::Outcome outcome = request_.finish(end_stream);
   if (outcome == http::Http2RequestBuilder::Outcome::Malformed) {
@@ -215,6 +240,7 @@ void Http2Stream::onData(std::span<const char> data) {
     return;
   }
   if (held_.empty() && takesBody()) {
+    noteProgress();  // request bytes taken
     exchange_.onRequestBody(data);
     if (!closing()) {
       nghttp2_session_consume(session(), id_, data.size());
@@ -268,6 +294,7 @@ bool Http2Stream::handOverHeld() {
     return true;
   }
   const std::size_t n = held_.size();
+  noteProgress();  // request bytes taken
   exchange_.onRequestBody(std::span<const char>(held_.data(), n));
   held_.clear();
   if (closing()) {

@@ -67,6 +67,12 @@ class Http2Stream final : public Downstream, private CodecExchangeHost {
   void onClientGone();
   // What was held goes to the exchange as far as it takes it now.
   void deliverHeld();
+  // Its earliest deadline while its exchange is in flight (0: none): a dial's, or idle_timeout
+  // (`idle_ms`) from its own last progress.
+  std::uint64_t deadline(std::uint64_t idle_ms) const;
+  // The codec's timer fired at `now`: the exchange acts on the deadlines that came (the next
+  // address, 504 upstream_timeout, or the stream cut). True if it acted.
+  bool onTimeout(std::uint64_t now, std::uint64_t idle_ms);
   // Whether the codec may free it: its exchange is over and nghttp2 has closed it.
   bool finished() const { return life_ == Life::Closed && !exchange_.inFlight(); }
   // nghttp2 pulls response DATA: copies up to `length` bytes into `buf`, sets `eof` when the
@@ -91,7 +97,9 @@ class Http2Stream final : public Downstream, private CodecExchangeHost {
   audit::Proto protocol() const override { return audit::Proto::H2; }
 
  private:
-  // --- ExchangeHost: the connection's, but for the exchange's end, a close and upstreams
+  // --- ExchangeHost: the connection's, but for the exchange's end, a close, upstreams and
+  // progress: the stream's own (a request byte taken, the upstream's answer relayed)
+  void noteProgress() override;
   bool closing() const override { return life_ != Life::Open || connection_.closing(); }
   void close(std::string_view why) override;
   // A stream parks nothing for its client: a finished upstream goes to the worker's pool, where
@@ -151,6 +159,7 @@ class Http2Stream final : public Downstream, private CodecExchangeHost {
   // Request DATA the exchange did not take yet (bounded by the stream's window).
   std::string held_;
   std::uint64_t received_ = 0;  // request DATA bytes, to tell a body that broke its length
+  std::uint64_t last_progress_ms_ = 0;  // the loop's clock, at onHead() and each noteProgress()
   RequestSide request_side_ = RequestSide::HeadPending;
   ResponseSide response_side_ = ResponseSide::NotBegun;
   Life life_ = Life::Open;

@@ -28,11 +28,16 @@ in flight, finished connects, kept audit records), nginx's connection counter ($
 one worker) and access log, and the frames sluice sent (GOAWAY, RST_STREAM, heads).
 """
 from admin_client import Admin, with_admin
-from h2_scenarios import PENDING_LIMIT, audit_flood, audit_on_dev_full, made_you_reset
+import pytest
+
+from h2_hostile import silent_tls_origin
+from h2_scenarios import (NUDGES, PENDING_LIMIT, audit_flood, audit_on_dev_full, made_you_reset,
+                          probe_rules, stalled_progress)
 
 KIB = 1024
 REFUSED_STREAM = 0x7
 RESET_BURST, RESET_RATE, STREAMS_IN_FLIGHT = 100, 50, 100
+IDLE = 2.0                          # limits.idle_timeout of finding 4
 
 
 def mib(kib):
@@ -59,6 +64,53 @@ def test_resets_the_client_provokes_count_like_its_own(start_sluice, bed):
     assert f["goaway_enhance_your_calm"], report
     assert f["resets_protocol_error"] <= limit, report
     assert f["origin_connections"] <= limit, report
+
+
+# --- 4. frames that are no progress -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def silent_origin(bed):
+    origin = silent_tls_origin(bed)
+    yield origin
+    origin.stop()
+
+
+def assert_about(seconds, limit, what):
+    assert seconds is not None and 0.8 * limit <= seconds <= 3 * limit, \
+        "%s after %s; the limit is %.1fs (expected %.2f..%.2fs)" % (
+            what, "%.2fs" % seconds if seconds is not None else "never", limit, 0.8 * limit,
+            3 * limit)
+
+
+@pytest.mark.parametrize("kind", NUDGES)
+def test_control_frames_do_not_hold_off_the_upstream_timeout(start_sluice, bed, silent_origin,
+                                                             kind):
+    """A stream whose origin reads the request and never answers, while the client sends a
+    `kind` frame a second: 504 upstream_timeout about idle_timeout after the request."""
+    s = start_sluice(rules=probe_rules(bed, silent_origin), limits={"idle_timeout": "2s"})
+    stalled = silent_origin.counts["stall"]
+    f = stalled_progress(s, "probe.test:%d" % silent_origin.tls_port, "/stall/h2-" + kind,
+                         kind, idle=IDLE)
+    assert silent_origin.counts["stall"] == stalled + 1, "the request never reached the origin"
+    if kind == "ping":
+        assert f["events"].get("PingAckReceived"), f  # the frames reached sluice's nghttp2
+    what = "a stream waiting on a silent origin, with %d %s frames, answered %r" % (
+        f["nudges"], kind, (f["status"], f["reason"]))
+    assert_about(f["answered_after"], IDLE, what)
+    assert (f["status"], f["reason"]) == (504, "upstream_timeout"), f
+
+
+@pytest.mark.parametrize("kind", NUDGES)
+def test_control_frames_do_not_keep_an_idle_connection_open(start_sluice, bed, kind):
+    """A connection with no stream at all, and a `kind` frame a second: GOAWAY about
+    idle_timeout after it opened."""
+    s = start_sluice(limits={"idle_timeout": "2s"})
+    f = stalled_progress(s, "allowed.test:%d" % bed.tls_port, None, kind, idle=IDLE)
+    if kind == "ping":
+        assert f["events"].get("PingAckReceived"), f  # the frames reached sluice's nghttp2
+    assert_about(f["ended_after"], IDLE, "an idle connection with %d %s frames ended (GOAWAY "
+                 "%r)" % (f["nudges"], kind, f["goaway"]))
+    assert f["goaway"] is not None, "closed without GOAWAY: %r" % f
 
 
 # --- 5. refusals kept while the audit file cannot be written ------------------------------------

@@ -212,7 +212,6 @@ void Worker::syncPool() {
     return key.trust != trust || runtimes.count(key.sandbox) == 0;
   };
   pool_->closeWhere(unusable);
-  h2_upstreams_->setIdle(poolLimits(config, 1, 0).idle);
   h2_upstreams_->endWhere(unusable);
 }
 

@@ -73,7 +73,7 @@ void UpstreamPool::setLimits(const Limits& limits) {
   for (std::uint64_t sandbox : sandboxes) {
     auto it = of_sandbox_.find(sandbox);
     if (it != of_sandbox_.end()) {
-      std::shared_ptr<IdleCount> count = it->second.oldest->connection->sandbox_idle;
+      std::shared_ptr<IdleCount> count = it->second.oldest->upstream().sandbox_idle;
       trim(sandbox, count);
     }
   }
@@ -141,13 +141,56 @@ void UpstreamPool::trim(std::uint64_t sandbox, const std::shared_ptr<IdleCount>&
   }
 }
 
+void UpstreamPool::holdIdle(HeldIdle& idle) {
+  const UpstreamConnection& connection = idle.idleConnection();
+  if (entries_.count(&connection.stream) != 0) {
+    return;
+  }
+  if (closing_all_ || limits_.total == 0 || limits_.per_sandbox == 0) {
+    idle.evictIdle();
+    return;
+  }
+  const std::uint64_t sandbox = connection.key.sandbox;
+  std::shared_ptr<IdleCount> sandbox_idle = connection.sandbox_idle;
+  Entry& entry = entries_[&connection.stream];
+  entry.held = &idle;
+  entry.idle_since_ms = uv_now(loop_);
+  append<&Entry::all>(all_, &entry);  // (not in its key's chain: take() hands out connections)
+  append<&Entry::of_sandbox>(of_sandbox_[sandbox], &entry);
+  if (sandbox_idle) {
+    sandbox_idle->fetch_add(1, std::memory_order_relaxed);
+  }
+  trim(sandbox, sandbox_idle);
+  if (!entries_.empty()) {
+    startSweep();
+  }
+}
+
+void UpstreamPool::releaseIdle(HeldIdle& idle) {
+  auto it = entries_.find(&idle.idleConnection().stream);
+  if (it != entries_.end() && it->second.held == &idle) {
+    detach(&it->second);
+  }
+}
+
+void UpstreamPool::evict(Entry* entry) {
+  if (HeldIdle* held = entry->held) {
+    detach(entry);
+    held->evictIdle();
+    return;
+  }
+  closeConnection(detach(entry));
+}
+
 std::unique_ptr<UpstreamConnection> UpstreamPool::detach(Entry* entry) {
-  UpstreamConnection& connection = *entry->connection;
+  const UpstreamConnection& connection = entry->upstream();
   unlink<&Entry::all>(all_, entry);
-  auto key = of_key_.find(connection.key);
-  unlink<&Entry::of_key>(key->second, entry);
-  if (key->second.size == 0) {
-    of_key_.erase(key);
+  if (entry->held == nullptr) {
+    auto key = of_key_.find(connection.key);
+    unlink<&Entry::of_key>(key->second, entry);
+    if (key->second.size == 0) {
+      of_key_.erase(key);
+    }
   }
   auto sandbox = of_sandbox_.find(connection.key.sandbox);
   unlink<&Entry::of_sandbox>(sandbox->second, entry);
@@ -158,7 +201,7 @@ std::unique_ptr<UpstreamConnection> UpstreamPool::detach(Entry* entry) {
     connection.sandbox_idle->fetch_sub(1, std::memory_order_relaxed);
   }
   std::unique_ptr<UpstreamConnection> owned = std::move(entry->connection);
-  entries_.erase(&owned->stream);
+  entries_.erase(&connection.stream);  // (the entry, and `connection` if it was held, are gone)
   return owned;
 }
 
@@ -170,12 +213,15 @@ void UpstreamPool::closeConnection(std::unique_ptr<UpstreamConnection> connectio
 }
 
 void UpstreamPool::closeWhere(const std::function<bool(const UpstreamKey&)>& unusable) {
-  for (Entry* e = all_.oldest; e != nullptr;) {
-    Entry* next = e->all.newer;
-    if (unusable(e->connection->key)) {
-      evict(e);
+  // (What is evicted is unlinked first; a held session ending evicts nothing else.)
+  std::vector<Entry*> going;
+  for (Entry* e = all_.oldest; e != nullptr; e = e->all.newer) {
+    if (unusable(e->upstream().key)) {
+      going.push_back(e);
     }
-    e = next;
+  }
+  for (Entry* e : going) {
+    evict(e);
   }
 }
 
@@ -212,7 +258,7 @@ void UpstreamPool::expire() {
   }
   for (Entry* e = all_.oldest; e != nullptr && now - e->idle_since_ms >= kReleaseAfterMs;
        e = e->all.newer) {
-    if (!e->released) {
+    if (!e->released && e->connection) {
       if (e->connection->tls) {
         e->connection->tls->releaseBuffers();
       }

@@ -72,6 +72,20 @@ struct UpstreamConnection {
   std::shared_ptr<IdleCount> sandbox_idle;
 };
 
+// An idle upstream connection the pool counts but does not own: an HTTP/2 session to an origin
+// with no stream on it (proxy/session/upstream), which its registry keeps so that a later
+// request of the sandbox rides it. Idle is idle whatever the protocol: it counts in the same
+// bounds, in the same least-recently-used order, and expires after the same idle time.
+class HeldIdle {
+ public:
+  virtual const UpstreamConnection& idleConnection() const = 0;
+  // Over a bound, or idle too long: it ends (GOAWAY, then its connection closes).
+  virtual void evictIdle() = 0;
+
+ protected:
+  ~HeldIdle() = default;
+};
+
 // upstream.max_idle as applied: at most a quarter of the descriptors the process may open
 // (`descriptor_limit`, RLIMIT_NOFILE's soft limit; 0: unlimited). Idle connections then never
 // take the descriptors the gateway needs for its clients and the upstreams they are using.
@@ -100,6 +114,12 @@ class UpstreamPool : private io::TcpStream::Handler {
   // Keeps a connection whose last exchange ended cleanly, and closes whatever that puts over a
   // bound: the oldest idle connection of the key, of the sandbox, or of all (perhaps this one).
   void put(std::unique_ptr<UpstreamConnection> connection);
+  // An HTTP/2 session with no stream is idle: counted per sandbox and in all, and evicted (the
+  // least recently used first, whatever its protocol) or expired like a pooled connection.
+  // Idempotent; it may evict `idle` itself at once.
+  void holdIdle(HeldIdle& idle);
+  // It has a stream again, or it ended: no longer counted. Idempotent.
+  void releaseIdle(HeldIdle& idle);
   // Closes a connection no one uses any more (an ended HTTP/2 session's); it is kept until its
   // close callback.
   void retire(std::unique_ptr<UpstreamConnection> connection) {
@@ -117,7 +137,7 @@ class UpstreamPool : private io::TcpStream::Handler {
 
   // Closes everything; `done` runs when every handle has closed.
   void close(std::function<void()> done);
-  // Idle connections in this pool.
+  // Idle connections in this pool (held HTTP/2 sessions included).
   std::size_t idle() const { return entries_.size(); }
 
  private:
@@ -134,7 +154,9 @@ class UpstreamPool : private io::TcpStream::Handler {
     std::size_t size = 0;
   };
   struct Entry {
-    std::unique_ptr<UpstreamConnection> connection;
+    std::unique_ptr<UpstreamConnection> connection;  // pooled; or, for a held session, none
+    HeldIdle* held = nullptr;
+    const UpstreamConnection& upstream() const { return held ? held->idleConnection() : *connection; }
     std::uint64_t idle_since_ms = 0;
     bool released = false;  // buffers given back (idle for kReleaseAfter)
     Link all;
@@ -161,7 +183,8 @@ class UpstreamPool : private io::TcpStream::Handler {
   // Takes `entry` out of the pool (and out of the counts); the connection is the caller's.
   std::unique_ptr<UpstreamConnection> detach(Entry* entry);
   void closeConnection(std::unique_ptr<UpstreamConnection> connection);
-  void evict(Entry* entry) { closeConnection(detach(entry)); }
+  // Closes a pooled connection, or ends a held session.
+  void evict(Entry* entry);
   // Evicts the oldest entries of `sandbox`, then of all, while the counts are over the bounds.
   void trim(std::uint64_t sandbox, const std::shared_ptr<IdleCount>& sandbox_idle);
   void discard(io::TcpStream& stream);
@@ -172,7 +195,7 @@ class UpstreamPool : private io::TcpStream::Handler {
   uv_loop_t* loop_;
   Limits limits_;
   // Every idle connection, by its stream (references to the entries stay valid as it grows).
-  std::unordered_map<io::TcpStream*, Entry> entries_;
+  std::unordered_map<const io::TcpStream*, Entry> entries_;
   Chain all_;
   std::map<UpstreamKey, Chain> of_key_;
   std::unordered_map<std::uint64_t, Chain> of_sandbox_;

@@ -109,6 +109,9 @@ struct Http2UpstreamSession::Callbacks {
       return 0;
     }
     session.streams_.erase(stream_id);
+    if (session.streams_.empty()) {
+      session.noteIdle();  // (held as idle once nghttp2 has returned: flush())
+    }
     session.holdCorked(stream->host());
     Cork cork(stream->host());
     stream->onClosed(error_code);
@@ -121,7 +124,6 @@ Http2UpstreamSession::Http2UpstreamSession(Http2UpstreamSessions& owner,
                                            std::size_t max_header_bytes)
     : owner_(owner), connection_(std::move(connection)), max_header_bytes_(max_header_bytes) {
   connection_->stream.setHandler(this);
-  idle_since_ms_ = uv_now(owner_.loop());
 }
 
 Http2UpstreamSession::~Http2UpstreamSession() {
@@ -179,6 +181,10 @@ std::int32_t Http2UpstreamSession::submitRequest(Http2UpstreamStream& stream,
                                                  with_body ? &provider : nullptr, nullptr);
   if (id > 0) {
     streams_[id] = &stream;
+    if (idle_since_ms_ != 0) {
+      idle_since_ms_ = 0;
+      owner_.pool().releaseIdle(*this);  // a stream again: no longer an idle connection
+    }
   }
   return id;
 }
@@ -194,17 +200,30 @@ void Http2UpstreamSession::resumeData(std::int32_t id) {
 }
 
 void Http2UpstreamSession::forget(std::int32_t id, bool reset) {
-  if (streams_.erase(id) == 0) {
-    return;
-  }
-  if (reset && session_ && nghttp2_session_find_stream(session_.get(), id) != nullptr) {
+  // (An id it does not know: a stream let go before it was opened, or after it closed. The
+  // session may be left with none all the same.)
+  const bool known = streams_.erase(id) != 0;
+  if (known && reset && session_ &&
+      nghttp2_session_find_stream(session_.get(), id) != nullptr) {
     // The origin hears that nobody waits for this answer (a cancelled gRPC call, a client gone).
     nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
   }
   if (streams_.empty()) {
-    idle_since_ms_ = uv_now(owner_.loop());
+    noteIdle();
   }
   flush();
+}
+
+void Http2UpstreamSession::noteIdle() {
+  if (idle_since_ms_ == 0) {
+    idle_since_ms_ = uv_now(owner_.loop());
+  }
+}
+
+void Http2UpstreamSession::holdIfIdle() {
+  if (phase_ == Phase::Open && streams_.empty() && idle_since_ms_ != 0 && depth_ == 0) {
+    owner_.pool().holdIdle(*this);  // (it may end this session at once: over a bound)
+  }
 }
 
 void Http2UpstreamSession::consume(std::int32_t id, std::size_t bytes) {
@@ -292,6 +311,7 @@ void Http2UpstreamSession::flush() {
     reportDrained();
   } while (flush_wanted_ && phase_ != Phase::Ended);
   maybeRetire();
+  holdIfIdle();
 }
 
 void Http2UpstreamSession::writeNow() {
@@ -361,6 +381,7 @@ void Http2UpstreamSession::end(std::string_view why) {
   if (phase_ == Phase::Ended) {
     return;
   }
+  owner_.pool().releaseIdle(*this);
   if (why.empty() && session_ && depth_ == 0) {
     // Ended by sluice (idle, retired, shutting down), not by a failure: GOAWAY with NO_ERROR
     // first, so the origin can tell a goodbye from a lost connection (RFC 9113 §6.8: an
@@ -396,7 +417,7 @@ void Http2UpstreamSession::end(std::string_view why) {
 // The registry.
 
 Http2UpstreamSessions::Http2UpstreamSessions(uv_loop_t* loop, UpstreamPool& pool)
-    : loop_(loop), pool_(pool), ended_(loop), sweep_(loop) {}
+    : loop_(loop), pool_(pool), ended_(loop) {}
 
 Http2UpstreamSessions::~Http2UpstreamSessions() = default;
 
@@ -423,11 +444,6 @@ Http2UpstreamSession* Http2UpstreamSessions::adopt(std::unique_ptr<UpstreamConne
     raw->end({});
     return nullptr;
   }
-  if (!sweeping_) {
-    sweeping_ = true;
-    sweep_.startRepeating(std::chrono::milliseconds(1000), [this] { sweep(); });
-    sweep_.unref();
-  }
   return raw;
 }
 
@@ -438,20 +454,6 @@ void Http2UpstreamSessions::retire(Http2UpstreamSession* session) {
       sessions_.erase(it);
       return;
     }
-  }
-}
-
-void Http2UpstreamSessions::sweep() {
-  const std::uint64_t now = uv_now(loop_);
-  std::vector<Http2UpstreamSession*> expired;
-  for (const auto& [key, session] : sessions_) {
-    if (session->streams() == 0 &&
-        now - session->idleSinceMs() >= static_cast<std::uint64_t>(idle_.count())) {
-      expired.push_back(session.get());
-    }
-  }
-  for (Http2UpstreamSession* session : expired) {
-    session->end({});
   }
 }
 
@@ -471,7 +473,7 @@ void Http2UpstreamSessions::close(std::function<void()> done) {
   while (!sessions_.empty()) {
     sessions_.begin()->second->end({});
   }
-  ended_.close([this, done = std::move(done)]() mutable { sweep_.close(std::move(done)); });
+  ended_.close(std::move(done));
 }
 
 }  // namespace sluice::proxy::session

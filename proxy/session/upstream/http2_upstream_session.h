@@ -19,8 +19,13 @@
 // Events reach a stream's exchange from inside mem_recv (corked on that stream's client
 // connection); whatever they make the exchange send is written once mem_recv has returned.
 //
+// Idle: a session with no stream is an idle upstream connection (UpstreamPool::holdIdle): it
+// counts in the pool's bounds, per sandbox and in all, and goes least recently used first
+// whatever the protocol, or after the pool's idle time (docs/wire.md#upstreams).
+//
 // Lifetime: the registry owns its sessions. A session ends (its origin closed or failed, GOAWAY
-// and no streams left, idle past the pool's idle time, a reload that made its key unusable):
+// and no streams left, evicted or expired as an idle connection, a reload that made its key
+// unusable):
 // its streams are told, its connection goes to the pool to close, and the object is freed on a
 // later turn of the loop (never inside its own callbacks).
 
@@ -48,7 +53,7 @@ class ClientSide;
 class Http2UpstreamSessions;
 class Http2UpstreamStream;
 
-class Http2UpstreamSession final : private io::TcpStream::Handler {
+class Http2UpstreamSession final : private io::TcpStream::Handler, private HeldIdle {
  public:
   // The receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE) and of the connection.
   static constexpr std::int32_t kStreamWindow = 256 * 1024;
@@ -74,7 +79,6 @@ class Http2UpstreamSession final : private io::TcpStream::Handler {
   // A new stream may open on it now: it is alive, not going away, under its stream bound.
   bool acceptsStreams() const;
   std::size_t streams() const { return streams_.size(); }
-  std::uint64_t idleSinceMs() const { return idle_since_ms_; }
   bool ended() const { return phase_ == Phase::Ended; }
 
   // --- for its streams
@@ -119,6 +123,14 @@ class Http2UpstreamSession final : private io::TcpStream::Handler {
   void onConnected(io::TcpStream&, int) override {}
   void onClosed(io::TcpStream&) override {}  // (its connection closes in the pool)
 
+  // --- HeldIdle: with no stream, it is an idle upstream connection of the pool's bounds
+  const UpstreamConnection& idleConnection() const override { return *connection_; }
+  void evictIdle() override { end({}); }
+  // The last stream went (nghttp2 may be on the stack)...
+  void noteIdle();
+  // ... and once nothing of it is, the pool counts it idle.
+  void holdIfIdle();
+
   void receive(std::span<const char> plaintext);
   // During a read (onRead), the client connections whose streams hear of it stay corked until
   // the read is over: what a client is sent for all the responses of one read (heads, DATA,
@@ -140,7 +152,7 @@ class Http2UpstreamSession final : private io::TcpStream::Handler {
   Phase phase_ = Phase::Open;
   std::unordered_map<std::int32_t, Http2UpstreamStream*> streams_;
   std::vector<std::int32_t> drain_waiters_;
-  std::uint64_t idle_since_ms_ = 0;
+  std::uint64_t idle_since_ms_ = 0;  // its last stream went (0: it has one, or had none yet)
   int depth_ = 0;              // calls into nghttp2 on the stack
   bool flush_wanted_ = false;  // a flush asked for while inside nghttp2
   bool ticket_kept_ = false;
@@ -167,8 +179,6 @@ class Http2UpstreamSessions {
   // Retires the sessions whose key no request will ask for again (a reload): at once when
   // idle, else once their streams in flight have finished.
   void endWhere(const std::function<bool(const UpstreamKey&)>& unusable);
-  // How long a session without streams lives (the pool's idle time).
-  void setIdle(std::chrono::milliseconds idle) { idle_ = idle; }
   // Ends every session; `done` when nothing of them is left.
   void close(std::function<void()> done);
   std::size_t size() const { return sessions_.size(); }
@@ -180,15 +190,11 @@ class Http2UpstreamSessions {
   friend class Http2UpstreamSession;
   // The session ended: out of the registry, freed on the loop's next turn.
   void retire(Http2UpstreamSession* session);
-  void sweep();
 
   uv_loop_t* loop_;
   UpstreamPool& pool_;
   std::multimap<UpstreamKey, std::unique_ptr<Http2UpstreamSession>> sessions_;
   io::DeferredDelete<Http2UpstreamSession> ended_;
-  io::Timer sweep_;
-  bool sweeping_ = false;
-  std::chrono::milliseconds idle_{30000};
 };
 
 }  // namespace sluice::proxy::session

@@ -28,10 +28,16 @@ in flight, finished connects, kept audit records), nginx's connection counter ($
 one worker) and access log, and the frames sluice sent (GOAWAY, RST_STREAM, heads).
 """
 from admin_client import Admin, with_admin
+import os
+import tempfile
+from types import SimpleNamespace
+
 import pytest
 
-from h2_hostile import silent_tls_origin
-from h2_scenarios import (NUDGES, PENDING_LIMIT, audit_flood, audit_on_dev_full, made_you_reset,
+from gateway import remove_dir
+from h2_hostile import WildcardH2Origin, silent_tls_origin, start_flood_dnsmasq
+from h2_scenarios import (MAX_IDLE_PER_SANDBOX, NUDGES, PENDING_LIMIT, VICTIM, audit_flood,
+                          audit_on_dev_full, flood_and_victim, idle_flood, made_you_reset,
                           probe_rules, stalled_progress)
 
 KIB = 1024
@@ -42,6 +48,44 @@ IDLE = 2.0                          # limits.idle_timeout of finding 4
 
 def mib(kib):
     return "%.1f MiB" % (kib / KIB)
+
+
+# --- 2. idle upstreams of a wildcard h2 origin --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def h2flood(bed):
+    """An h2 origin for every name under h2flood.test, and a resolver that knows them."""
+    directory = tempfile.mkdtemp(prefix="sluice-h2flood-")
+    try:
+        dns = start_flood_dnsmasq(os.path.join(directory, "dns"))
+        try:
+            origin = WildcardH2Origin(bed, os.path.join(directory, "nginx")).start()
+            try:
+                yield SimpleNamespace(dns=dns, origin=origin)
+            finally:
+                origin.stop()
+        finally:
+            dns.stop()
+    finally:
+        remove_dir(directory)
+
+
+def test_a_flood_of_h2_names_keeps_idle_upstreams_within_bounds(start_sluice, bed, h2flood):
+    """max_idle 8, max_idle_per_sandbox 4, 256 descriptors: after 400 names of the flood
+    sandbox (each its own h2 upstream session), sluice holds at most 4 idle upstreams, and 20
+    requests of the victim sandbox are all answered."""
+    s = start_sluice(edit=with_admin(flood_and_victim(bed, h2flood)), nofile=256)
+    f = idle_flood(s, s.sandbox_view(VICTIM), bed, h2flood.origin.port, names=400,
+                   victim_requests=20, bound=MAX_IDLE_PER_SANDBOX)
+    held = f["idle_h2_upstreams"] + f["idle_h1_upstreams"]
+    report = "after %d names (%r), sluice holds %d idle h2 and %d h1 upstreams and %d of its " \
+             "256 descriptors; the victim's %d requests: %r" % (
+                 f["names"], f["flood_statuses"], f["idle_h2_upstreams"],
+                 f["idle_h1_upstreams"], f["fds_after_flood"], f["victim_requests"],
+                 f["victim_statuses"])
+    assert f["victim_ok"] == f["victim_requests"], report
+    assert held <= MAX_IDLE_PER_SANDBOX, report
+    assert f["flood_ok"] == f["names"], report
 
 
 # --- 3. resets sluice is made to send -----------------------------------------------------------

@@ -332,5 +332,76 @@ TEST(EffectiveIdleBound, AQuarterOfTheDescriptorsAtMost) {
   }
 }
 
+
+// --- HTTP/2 sessions with no stream: held idle, in the same bounds ----------------------------
+
+// Stands for an HTTP/2 session the registry keeps: it owns its connection; evicted, it ends.
+struct Held final : HeldIdle {
+  explicit Held(std::unique_ptr<UpstreamConnection> c) : connection(std::move(c)) {}
+  const UpstreamConnection& idleConnection() const override { return *connection; }
+  void evictIdle() override { ++evicted; }
+  std::unique_ptr<UpstreamConnection> connection;
+  int evicted = 0;
+};
+
+TEST_F(UpstreamPoolTest, AHeldSessionCountsInTheSandboxsBoundAndGoesFirstWhenOldest) {
+  UpstreamPool& p = pool(limits(16, 2, 100));
+  Held session(connection(1, "h2.test"));  // 0: held first, the sandbox's oldest idle one
+  p.holdIdle(session);
+  p.holdIdle(session);  // (idempotent)
+  EXPECT_EQ(sandboxCount(1)->load(), 1u);
+  EXPECT_EQ(p.idle(), 1u);
+  p.put(connection(1, "a.test"));  // 1
+  EXPECT_EQ(session.evicted, 0);
+  p.put(connection(1, "b.test"));  // 2: over 2, the oldest is the session: it ends
+  EXPECT_EQ(session.evicted, 1);
+  EXPECT_EQ(sandboxCount(1)->load(), 2u);
+  EXPECT_TRUE(stillOpen(1) && stillOpen(2));
+  EXPECT_FALSE(has(p, 1, "h2.test")) << "take() never hands out a held session";
+  outside_.push_back(std::move(session.connection));
+}
+
+TEST_F(UpstreamPoolTest, AHeldSessionGivenAStreamAgainLeavesTheCounts) {
+  UpstreamPool& p = pool(limits(16, 1, 100));
+  Held session(connection(1, "h2.test"));
+  p.holdIdle(session);
+  p.releaseIdle(session);  // a stream rides it again
+  p.releaseIdle(session);  // (idempotent)
+  EXPECT_EQ(sandboxCount(1)->load(), 0u);
+  p.put(connection(1, "a.test"));  // the one idle connection of the sandbox: nothing goes
+  EXPECT_EQ(session.evicted, 0);
+  EXPECT_TRUE(has(p, 1, "a.test"));
+  outside_.push_back(std::move(session.connection));
+}
+
+TEST_F(UpstreamPoolTest, HeldSessionsAreHeldToTheTotalAndExpire) {
+  UpstreamPool::Limits l = limits(16, 100, 2);
+  l.idle = 50ms;
+  UpstreamPool& p = pool(l);
+  Held a(connection(1, "a.test"));
+  Held b(connection(2, "b.test"));
+  Held c(connection(3, "c.test"));
+  p.holdIdle(a);
+  p.holdIdle(b);
+  p.holdIdle(c);  // over the total of 2: the least recently used, a, ends
+  EXPECT_EQ((std::vector{a.evicted, b.evicted, c.evicted}), (std::vector{1, 0, 0}));
+  EXPECT_TRUE(runLoopUntil(&loop_, [&] { return b.evicted == 1 && c.evicted == 1; }, 2000ms))
+      << "held sessions expire after the pool's idle time";
+  EXPECT_EQ(p.idle(), 0u);
+  EXPECT_EQ(sandboxCount(2)->load() + sandboxCount(3)->load(), 0u);
+  for (Held* h : {&a, &b, &c}) {
+    outside_.push_back(std::move(h->connection));
+  }
+}
+
+TEST_F(UpstreamPoolTest, AHeldSessionPastABoundOfZeroEndsAtOnce) {
+  UpstreamPool& p = pool(limits(16, 0, 100));
+  Held session(connection(1, "h2.test"));
+  p.holdIdle(session);
+  EXPECT_EQ(session.evicted, 1);
+  EXPECT_EQ(p.idle(), 0u);
+  outside_.push_back(std::move(session.connection));
+}
+
 }  // namespace
 }  // namespace sluice::proxy::session

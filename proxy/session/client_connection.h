@@ -129,6 +129,7 @@ class ClientConnection final : private io::TcpStream::Handler,
   bool corked() const override { return transport_.corked(); }
   void flushCorked() override;
   void noteAudited() override { audited_ = true; }
+  ConnectionBudget& budget() override { return budget_; }
   void updateReading() override;
   void noteProgress() override { timer_.noteProgress(); }
   void armTimer() override;
@@ -234,6 +235,7 @@ class ClientConnection final : private io::TcpStream::Handler,
 
   ClientTransport transport_;
   ConnectionTimer timer_;
+  ConnectionBudget budget_;
 
   std::unique_ptr<ClientCodec> codec_;    // the requests' (none before the first byte or TLS)
   std::unique_ptr<ClientCodec> retired_;  // replaced, freed at the next safe point (collect)

@@ -22,6 +22,7 @@
 #include "policy/decision.h"
 #include "policy/ip_address.h"
 #include "proxy/audit/audit_record.h"
+#include "proxy/session/context/connection_budget.h"
 #include "proxy/session/pool/upstream_pool.h"
 #include "proxy/session/context/worker_context.h"
 
@@ -78,6 +79,8 @@ class ClientSide {
   virtual void noteAudited() = 0;
 
   // --- flow
+  // What the connection may hold for its requests (connection_budget.h).
+  virtual ConnectionBudget& budget() = 0;
   virtual void updateReading() = 0;  // what a request needs to read may have changed
   virtual void noteProgress() = 0;   // request progress (idle_timeout counts from it)
   virtual void armTimer() = 0;       // a deadline of a request changed

@@ -16,6 +16,10 @@ Connector::Connector(ClientSide& host, ConnectorClient& client) : host_(host), c
 
 Connector::~Connector() {
   lookup_.reset();  // cancel-on-destroy: the resolver will not call back
+  if (state_ == ConnectorState::Joining) {
+    host_.context().h2_upstreams->leave(key(), *this);
+  }
+  endSharedDial();
 }
 
 bool Connector::transition(ConnectorState next) {
@@ -26,6 +30,9 @@ bool Connector::transition(ConnectorState next) {
   }
   if (!working()) {
     deadline_ms_ = 0;
+  }
+  if (next == ConnectorState::Failed || next == ConnectorState::Idle) {
+    endSharedDial();  // (a dial that is ready ends it once its exchange adopted it: ready())
   }
   // The client is not read while the connector works, the connection being handshaken is.
   if (working() != was_working || was_handshaking || next == ConnectorState::Handshaking) {
@@ -59,10 +66,44 @@ void Connector::start(const Target& target) {
   }
   const policy::Decision& decision = *target.decision;
   target_.decision = nullptr;  // (valid only during start())
+  literal_.reset();
   if (decision.host.isIpLiteral()) {
+    literal_ = decision.host.address();
+  }
+  Http2UpstreamSessions* sessions = host_.context().h2_upstreams;
+  if (!must_match && !target_.fresh && target_.h2 && sessions != nullptr &&
+      sessions->join(key(), *this)) {
+    transition(ConnectorState::Joining);  // another request of this worker dials the key
+    return;
+  }
+  dial();
+}
+
+void Connector::onDialOver() {
+  if (state_ != ConnectorState::Joining) {
+    return;
+  }
+  Cork cork(host_);
+  if (takeSession(key())) {
+    return;
+  }
+  if (host_.context().h2_upstreams->join(key(), *this)) {
+    return;  // another dial to the key is still under way
+  }
+  dial();
+}
+
+void Connector::dial() {
+  const bool must_match = host_.facts().mode == audit::Mode::Transparent &&
+                          host_.sandboxView().sandbox->original_dst ==
+                              policy::OriginalDst::RequireMatch;
+  if (target_.h2 && host_.context().h2_upstreams != nullptr) {
+    shareDial();
+  }
+  if (literal_) {
     // An allowed literal is its own, already checked, address: no DNS.
     auto answer = std::make_shared<dns::Answer>();
-    answer->addresses.push_back(decision.host.address());
+    answer->addresses.push_back(*literal_);
     answer_ = std::move(answer);
     client_.onAnswer(answer_);
     if (must_match && !originalDestinationMatches()) {
@@ -71,7 +112,7 @@ void Connector::start(const Target& target) {
                                 "the sandbox dialled another address than " + name_);
       return;
     }
-    usable_.push_back(decision.host.address());
+    usable_.push_back(*literal_);
     connectNext();
     return;
   }
@@ -93,6 +134,9 @@ void Connector::start(const Target& target) {
 
 void Connector::cancel() {
   lookup_.reset();  // cancel-on-destroy: the resolver will not call back
+  if (state_ == ConnectorState::Joining) {
+    host_.context().h2_upstreams->leave(key(), *this);
+  }
   closeDialled();
   if (working()) {
     transition(ConnectorState::Idle);
@@ -102,6 +146,9 @@ void Connector::cancel() {
 void Connector::expire() {
   if (!working()) {
     return;
+  }
+  if (state_ == ConnectorState::Joining) {
+    host_.context().h2_upstreams->leave(key(), *this);
   }
   lookup_.reset();
   closeDialled();
@@ -361,6 +408,24 @@ void Connector::handshake() {
 void Connector::ready(std::unique_ptr<UpstreamConnection> connection, UpstreamOrigin origin) {
   transition(ConnectorState::Ready);
   client_.onUpstreamReady(std::move(connection), origin, rule_);
+  // Its exchange has adopted the connection as a session if the origin chose h2: the requests
+  // that waited for this dial find it now (or dial their own).
+  endSharedDial();
+}
+
+void Connector::shareDial() {
+  if (!shared_dial_) {
+    shared_dial_ = key();
+    host_.context().h2_upstreams->dialStarted(*shared_dial_);
+  }
+}
+
+void Connector::endSharedDial() {
+  if (shared_dial_) {
+    const UpstreamKey dialled = std::move(*shared_dial_);
+    shared_dial_.reset();
+    host_.context().h2_upstreams->dialOver(dialled);
+  }
 }
 
 void Connector::fail(policy::Reason reason, std::string_view detail) {

@@ -21,13 +21,12 @@
 #include "policy/decision.h"
 #include "proxy/dns/resolver.h"
 #include "proxy/io/tcp_stream.h"
-#include "proxy/session/exchange/connector_state.h"
 #include "proxy/session/context/client_side.h"
+#include "proxy/session/exchange/connector_state.h"
 #include "proxy/session/pool/upstream_pool.h"
+#include "proxy/session/upstream/http2_upstream_session.h"
 
 namespace sluice::proxy::session {
-
-class Http2UpstreamSession;
 
 // Where an exchange's upstream connection came from.
 enum class UpstreamOrigin : std::uint8_t {
@@ -62,7 +61,7 @@ class ConnectorClient {
   ~ConnectorClient() = default;
 };
 
-class Connector : private io::TcpStream::Handler {
+class Connector : private io::TcpStream::Handler, private DialWaiter {
  public:
   Connector(ClientSide& host, ConnectorClient& client);
   ~Connector() override;
@@ -91,8 +90,8 @@ class Connector : private io::TcpStream::Handler {
   // No answer in time (idle_timeout): Failed, if it was still working.
   void expire();
   bool working() const {
-    return state_ == ConnectorState::Resolving || state_ == ConnectorState::Connecting ||
-           state_ == ConnectorState::Handshaking;
+    return state_ == ConnectorState::Joining || state_ == ConnectorState::Resolving ||
+           state_ == ConnectorState::Connecting || state_ == ConnectorState::Handshaking;
   }
   ConnectorState state() const { return state_; }
   // Reading the connection being handshaken: while the handshake runs and the upstream is not
@@ -113,6 +112,14 @@ class Connector : private io::TcpStream::Handler {
   // checks.
   bool takeReused();
   bool takeSession(const UpstreamKey& key);
+  // Resolves H (or takes an IP literal's own address) and dials: a connection for this request.
+  void dial();
+  // --- DialWaiter: the dial it joined is over: a session now, or a dial of its own
+  void onDialOver() override;
+  // A dial offering h2 under way for this key is the worker's to know of (others join it);
+  // it is over once ready, failed or cancelled.
+  void shareDial();
+  void endSharedDial();
   // The sandbox dialled (transparent) one of sluice's own answers for H, or the address
   // sluice's resolver gave it for every name.
   bool originalDestinationMatches() const;
@@ -142,6 +149,10 @@ class Connector : private io::TcpStream::Handler {
   std::uint64_t phase_started_ns_ = 0;  // the lookup's or the dial's start (latency metrics)
   std::uint64_t deadline_ms_ = 0;
   std::unique_ptr<UpstreamConnection> dialled_;  // connecting or handshaking
+  // The key of the dial it made known to the worker (shareDial), until it is over.
+  std::optional<UpstreamKey> shared_dial_;
+  // An IP literal's decision, kept for a dial that waited first (Joining).
+  std::optional<policy::IpAddress> literal_;
 };
 
 }  // namespace sluice::proxy::session

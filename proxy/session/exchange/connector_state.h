@@ -14,6 +14,7 @@ namespace sluice::proxy::session {
 
 enum class ConnectorState : std::uint8_t {
   Idle,         // nothing asked, or the last outcome taken
+  Joining,      // another request's dial to the same key may bring an HTTP/2 session to share
   Resolving,    // sluice's resolver (c-ares, the configured servers, cached)
   Connecting,   // the usable addresses in turn, each bounded by connect_timeout
   Handshaking,  // upstream TLS: SNI H, the chain and H verified against upstream.ca_file
@@ -24,9 +25,19 @@ enum class ConnectorState : std::uint8_t {
 inline constexpr TransitionTable kConnectorMachine{
     "connector",
     std::to_array<std::string_view>(
-        {"Idle", "Resolving", "Connecting", "Handshaking", "Ready", "Failed"}),
+        {"Idle", "Joining", "Resolving", "Connecting", "Handshaking", "Ready", "Failed"}),
     std::to_array<Transition<ConnectorState>>({
+        {ConnectorState::Idle, ConnectorState::Joining,
+         "a dial to the same key, offering h2, is under way: wait for its session"},
         {ConnectorState::Idle, ConnectorState::Resolving, "H is a name: resolve it"},
+        {ConnectorState::Joining, ConnectorState::Ready,
+         "that dial became a session, which takes this request too"},
+        {ConnectorState::Joining, ConnectorState::Resolving,
+         "that dial brought no session it may share: dial its own"},
+        {ConnectorState::Joining, ConnectorState::Connecting,
+         "the same, H an allowed IP literal: its own, checked, address"},
+        {ConnectorState::Joining, ConnectorState::Failed, "idle_timeout"},
+        {ConnectorState::Joining, ConnectorState::Idle, "cancelled: it waits no more"},
         {ConnectorState::Idle, ConnectorState::Connecting,
          "H is an allowed IP literal: its own, checked, address"},
         {ConnectorState::Idle, ConnectorState::Ready,

@@ -48,6 +48,10 @@ class Downstream {
   virtual void resumeRequest() = 0;
   // The client's write queue is over its high watermark: read nothing that adds to it.
   virtual bool backedUp() const = 0;
+  // It keeps the answer's bytes until its client's flow control lets them go (an HTTP/2
+  // stream), and says when they went (Exchange::onResponseTaken): an HTTP/2 origin's window is
+  // then reopened only as the client takes them. HTTP/1.1 writes them at once.
+  virtual bool buffersResponse() const = 0;
   // The HTTP the client speaks here: the record's `proto`.
   virtual audit::Proto protocol() const = 0;
 

@@ -37,7 +37,32 @@ bool Exchange::transition(ExchangeState next) {
   if (readingClass(next) != reading) {
     host_.updateReading();
   }
+  if (next == ExchangeState::Complete || next == ExchangeState::Denied ||
+      next == ExchangeState::Failed) {
+    releaseSlot();  // its upstream is parked, pooled or closed: no longer its own
+  }
   return true;
+}
+
+void Exchange::releaseSlot() {
+  const UpstreamSlot slot = slot_;
+  slot_ = UpstreamSlot::None;
+  if (slot == UpstreamSlot::Held) {
+    host_.budget().giveUpstream();  // (the next waiter of the connection, if any, has it)
+  } else if (slot == UpstreamSlot::Waiting) {
+    host_.budget().stopWaiting(*this);
+  }
+}
+
+void Exchange::onUpstreamFree() {
+  if (slot_ != UpstreamSlot::Waiting || state_ != ExchangeState::AwaitingUpstream) {
+    host_.budget().giveUpstream();  // (not wanted any more: passed on)
+    return;
+  }
+  slot_ = UpstreamSlot::Held;
+  Cork cork(host_);
+  host_.noteProgress();  // its idle time counts from its turn
+  acquireUpstream(decideRequest({}, false));
 }
 
 const policy::Sandbox& Exchange::sandbox() const { return *host_.sandboxView().sandbox; }

@@ -50,7 +50,7 @@ enum class UpstreamAfter : std::uint8_t {
 // (HoldingBody), or a bodiless request is sent again on a new connection.
 enum class RequestEnd : std::uint8_t { Pending, Read };
 
-class Exchange final : private ConnectorClient, private UpstreamEvents {
+class Exchange final : private ConnectorClient, private UpstreamEvents, private UpstreamWaiter {
  public:
   // How much of a request body is looked at for placeholders (docs/wire.md#credential-brokering).
   static constexpr std::size_t kBodyScanBytes = 64 * 1024;
@@ -83,6 +83,9 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   bool takesBody() const;
   // The connector resolves, dials or handshakes: the request waits.
   bool connectorWorking() const { return connector_.working(); }
+  // It waits for an upstream connection of its own (ConnectionBudget::takeUpstream): its idle
+  // time does not run meanwhile.
+  bool waitsForUpstream() const { return slot_ == UpstreamSlot::Waiting; }
   void onRequestBody(std::span<const char> data);
   // The request's end, with its trailer fields (null: none; valid until the exchange is over:
   // the codec keeps them), forwarded where the upstream's framing has room
@@ -115,6 +118,8 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
 
   // --- the connection's reading and writing
   bool upstreamBackedUp() const { return channel_->backedUp(); }
+  // The client took `bytes` of the answer its downstream held (Downstream::buffersResponse).
+  void onResponseTaken(std::size_t bytes) { channel_->bodyTaken(bytes); }
   void updateUpstreamReading(bool client_backed_up);
   void flushCorkedUpstream() { channel_->flushCorked(); }
   void discardCorkedUpstream() { channel_->discardCorked(); }
@@ -142,6 +147,10 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   void onResponseComplete(bool more) override;
   void onResponseEndedByClose() override;
   void onUpstreamFailed(policy::Reason reason, std::string_view detail) override;
+  // --- UpstreamWaiter: its turn for an upstream connection came
+  void onUpstreamFree() override;
+  // Gives back the connection's share of upstream connections it held (or waited for).
+  void releaseSlot();
 
   bool transition(ExchangeState next);
   // The request's head and the facts it gives (then its target, then decide()).
@@ -200,6 +209,11 @@ class Exchange final : private ConnectorClient, private UpstreamEvents {
   UpstreamOrigin origin_ = UpstreamOrigin::Dialled;
   UpstreamAfter after_ = UpstreamAfter::Keep;
   RateToken rate_ = RateToken::NotTaken;
+  // Its share of the connection's upstream connections (ConnectionBudget::kUpstreams): none,
+  // waited for, or held from the connector's start until it forwards on a shared HTTP/2
+  // session or is over.
+  enum class UpstreamSlot : std::uint8_t { None, Waiting, Held };
+  UpstreamSlot slot_ = UpstreamSlot::None;
   // HoldingBody: the decoded start of the body (a little over 64 KiB at most), scanned for
   // placeholders before anything is forwarded; sent ahead of the rest once forwarding starts.
   std::string held_body_;

@@ -26,7 +26,18 @@ bool safeToRepeat(std::string_view method) {
 }  // namespace
 
 void Exchange::acquireUpstream(const policy::Decision& decision) {
-  transition(ExchangeState::AwaitingUpstream);
+  if (state_ != ExchangeState::AwaitingUpstream) {
+    transition(ExchangeState::AwaitingUpstream);
+  }
+  if (slot_ == UpstreamSlot::None) {
+    if (!host_.budget().takeUpstream(*this)) {
+      // The connection's other requests use all the upstream connections it may have: this
+      // one waits its turn (onUpstreamFree), and decides again then.
+      slot_ = UpstreamSlot::Waiting;
+      return;
+    }
+    slot_ = UpstreamSlot::Held;
+  }
   Connector::Target target;
   target.decision = &decision;
   target.host = record_.host;
@@ -63,7 +74,8 @@ void Exchange::onUpstreamReady(std::unique_ptr<UpstreamConnection> connection,
       return;
     }
     channel_ = &h2_;
-    h2_.attachTo(*session, record_.method);
+    h2_.attachTo(*session, record_.method, downstream_.buffersResponse());
+    releaseSlot();  // a stream of a shared session: no connection of its own
   } else {
     channel_ = &h1_;
     h1_.attach(std::move(connection), record_.method, upgrade_);
@@ -75,7 +87,8 @@ void Exchange::onSessionReady(Http2UpstreamSession& session,
                               std::optional<const policy::Rule*> rule) {
   origin_ = UpstreamOrigin::Reused;
   channel_ = &h2_;
-  h2_.attachTo(session, record_.method);
+  h2_.attachTo(session, record_.method, downstream_.buffersResponse());
+  releaseSlot();  // a stream of a shared session: no connection of its own
   upstreamAttached(rule);
 }
 

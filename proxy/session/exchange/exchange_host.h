@@ -37,6 +37,7 @@ class CodecExchangeHost : public ExchangeHost {
   bool corked() const override { return connection_.corked(); }
   void flushCorked() override { connection_.flushCorked(); }
   void noteAudited() override { connection_.noteAudited(); }
+  ConnectionBudget& budget() override { return connection_.budget(); }
   void updateReading() override { connection_.updateReading(); }
   void noteProgress() override { connection_.noteProgress(); }
   void armTimer() override { connection_.armTimer(); }

@@ -89,6 +89,7 @@ class Http1ServerCodec final : public ClientCodec,
   void switchedProtocols() override;
   void resumeRequest() override { process(); }
   bool backedUp() const override { return host_.clientBackedUp(); }
+  bool buffersResponse() const override { return false; }
 
  private:
   // --- ExchangeHost: the connection's, but for the end of the exchange

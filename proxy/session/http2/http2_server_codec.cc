@@ -400,6 +400,7 @@ void Http2ServerCodec::onPeerDrained() {
   // (By index: delivering may end a stream, never free one.)
   for (std::size_t i = 0; i < live_.size(); ++i) {
     live_[i]->deliverHeld();
+    live_[i]->resumeResponse();  // answers held back while the client's queue was backed up
   }
 }
 

@@ -102,15 +102,14 @@ void Http2Stream::open(std::int32_t id) {
   response_side_ = ResponseSide::NotBegun;
   life_ = Life::Open;
   countActive(true);
-  body_.clear();
-  body_offset_ = 0;
+  dropBody();
   trailers_.clear();
 }
 
 void Http2Stream::releaseBuffers() {
   std::string().swap(held_);
+  dropBody();
   std::string().swap(body_);
-  body_offset_ = 0;
   std::string().swap(masked_);
   fields_.release();
   trailers_.release();
@@ -137,8 +136,8 @@ void Http2Stream::beginRefusedRecord() {
 void Http2Stream::noteProgress() { last_progress_ms_ = uv_now(context().loop); }
 
 std::uint64_t Http2Stream::deadline(std::uint64_t idle_ms) const {
-  if (!exchange_.inFlight()) {
-    return 0;
+  if (!exchange_.inFlight() || exchange_.waitsForUpstream()) {
+    return 0;  // (waiting its turn for an upstream connection is no idleness of its own)
   }
   const std::uint64_t idle = last_progress_ms_ + idle_ms;
   const std::uint64_t dial = exchange_.deadline();
@@ -146,7 +145,7 @@ std::uint64_t Http2Stream::deadline(std::uint64_t idle_ms) const {
 }
 
 bool Http2Stream::onTimeout(std::uint64_t now, std::uint64_t idle_ms) {
-  if (!exchange_.inFlight()) {
+  if (!exchange_.inFlight() || exchange_.waitsForUpstream()) {
     return false;
   }
   const std::uint64_t dial = exchange_.deadline();
@@ -358,6 +357,7 @@ void Http2Stream::onClosed(std::uint32_t error_code) {
   const bool before_head = request_side_ == RequestSide::HeadPending;
   life_ = Life::Closed;
   countActive(false);
+  dropBody();  // nghttp2 pulls nothing more of it
   if (exchange_.inFlight()) {
     // The client reset the stream (or the connection went): the request is cut short, on record
     // with what was sent so far; its upstream cannot be reused.
@@ -401,11 +401,12 @@ void Http2Stream::onClientGone() {
 // The response.
 
 bool Http2Stream::backedUp() const {
-  return body_.size() - body_offset_ > kHighWater || codec_.host().clientBackedUp();
+  return pendingBody() > kHighWater || connection_.budget().full() || codec_.host().clientBackedUp();
 }
 
 void Http2Stream::updateUpstreamReading(bool client_backed_up) {
-  exchange_.updateUpstreamReading(client_backed_up || body_.size() - body_offset_ > kHighWater);
+  exchange_.updateUpstreamReading(client_backed_up || pendingBody() > kHighWater ||
+                                  budget().full());
 }
 
 void Http2Stream::submitHead(int status, bool with_body) {
@@ -483,12 +484,29 @@ void Http2Stream::sendResponseHead(const http::ResponseHead& head, SecretMask& m
 void Http2Stream::sendResponseBody(std::span<const char> data, bool /*completes*/) {
   // The stream ends with endResponse(), never with the body's last bytes: an HTTP/2 origin's
   // trailers may still follow them, and they end the stream.
+  bufferBody(std::string_view(data.data(), data.size()));
+  nghttp2_session_resume_data(session(), id_);
+}
+
+void Http2Stream::bufferBody(std::string_view bytes) {
   if (body_offset_ == body_.size()) {
     body_.clear();
     body_offset_ = 0;
   }
-  body_.append(data.data(), data.size());
-  nghttp2_session_resume_data(session(), id_);
+  body_.append(bytes);
+  budget().hold(bytes.size());  // the connection's: every stream's answers held count
+}
+
+void Http2Stream::dropBody() {
+  budget().release(pendingBody());
+  body_.clear();
+  body_offset_ = 0;
+}
+
+void Http2Stream::resumeResponse() {
+  if (life_ == Life::Open && response_side_ != ResponseSide::NotBegun && pendingBody() > 0) {
+    nghttp2_session_resume_data(session(), id_);
+  }
 }
 
 void Http2Stream::endResponse(const http::HeaderBlock* trailers) {
@@ -511,13 +529,22 @@ bool Http2Stream::submitTrailers() {
 }
 
 long Http2Stream::readResponse(std::uint8_t* buf, std::size_t length, bool& eof) {
-  const std::size_t available = body_.size() - body_offset_;
+  const std::size_t available = pendingBody();
+  if (available > 0 && codec_.host().clientBackedUp()) {
+    // The client does not read what it was sent: what waits here stays here (the codec
+    // resumes it once the client's queue drains), and no more goes into the queue.
+    return NGHTTP2_ERR_DEFERRED;
+  }
   const std::size_t n = std::min(length, available);
   if (n > 0) {
     std::memcpy(buf, body_.data() + body_offset_, n);
     body_offset_ += n;
-    if (available > kHighWater && available - n <= kHighWater) {
-      connection_.updateReading();  // under the watermark again: the upstream is read again
+    const bool was_full = budget().full();
+    budget().release(n);
+    exchange_.onResponseTaken(n);  // an HTTP/2 origin's window reopens by as much
+    if ((available > kHighWater && available - n <= kHighWater) ||
+        (was_full && !budget().full())) {
+      connection_.updateReading();  // under a watermark again: upstreams are read again
     }
   }
   if (body_offset_ == body_.size()) {
@@ -560,8 +587,8 @@ int Http2Stream::sendDenial(policy::Reason reason, std::string_view detail) {
   fields_.add("content-type", "text/plain; charset=utf-8");
   fields_.add("content-length", length);
   fields_.add("cache-control", "no-store");
-  body_.assign(body);
-  body_offset_ = 0;
+  dropBody();
+  bufferBody(body);
   submitHead(status, true);
   response_side_ = ResponseSide::Complete;
   return info.http_status;

@@ -67,6 +67,8 @@ class Http2Stream final : public Downstream, private CodecExchangeHost {
   void onClientGone();
   // What was held goes to the exchange as far as it takes it now.
   void deliverHeld();
+  // The client's queue drained: what the stream held back for it goes on.
+  void resumeResponse();
   // Its earliest deadline while its exchange is in flight (0: none): a dial's, or idle_timeout
   // (`idle_ms`) from its own last progress.
   std::uint64_t deadline(std::uint64_t idle_ms) const;
@@ -94,6 +96,7 @@ class Http2Stream final : public Downstream, private CodecExchangeHost {
   void switchedProtocols() override;
   void resumeRequest() override { deliverHeld(); }
   bool backedUp() const override;
+  bool buffersResponse() const override { return true; }
   audit::Proto protocol() const override { return audit::Proto::H2; }
 
  private:
@@ -120,6 +123,10 @@ class Http2Stream final : public Downstream, private CodecExchangeHost {
   void refuseTrailers(bool malformed);
   // Drops what is held, giving its window back.
   void dropHeld();
+  // The answer's bytes kept for the client, counted in the connection's budget; and dropped.
+  void bufferBody(std::string_view bytes);
+  void dropBody();
+  std::size_t pendingBody() const { return body_.size() - body_offset_; }
   // The record of a stream refused before its exchange began: what its head showed.
   void beginRefusedRecord();
   // Submits a response head: `status`, then `fields` (names lower-cased), with a body to

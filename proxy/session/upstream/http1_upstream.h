@@ -52,6 +52,7 @@ class Http1Upstream final : public UpstreamChannel,
   void flushCorked() override;
   bool backedUp() const override { return connection_ && connection_->stream.backedUp(); }
   void setReading(bool reading) override;
+  void bodyTaken(std::size_t) override {}  // (TCP's flow control: setReading())
   void release(bool reusable, bool clean) override;
   void drop() override;
   bool responseKeepsAlive() const override { return parser_.head().keep_alive; }

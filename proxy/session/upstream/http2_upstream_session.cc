@@ -101,6 +101,16 @@ struct Http2UpstreamSession::Callbacks {
     return 0;
   }
 
+  // A request's HEADERS went: its stream exists in nghttp2 now, and its window can be set.
+  static int onFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+      if (Http2UpstreamStream* stream = self(user_data).streamOf(frame->hd.stream_id)) {
+        stream->onHeadersSent();
+      }
+    }
+    return 0;
+  }
+
   static int onStreamClose(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
                            void* user_data) {
     Http2UpstreamSession& session = self(user_data);
@@ -148,6 +158,7 @@ bool Http2UpstreamSession::start() {
   callbacks.on_frame_recv = Callbacks::onFrameRecv;
   callbacks.on_data_chunk_recv = Callbacks::onDataChunk;
   callbacks.on_stream_close = Callbacks::onStreamClose;
+  callbacks.on_frame_send = Callbacks::onFrameSend;
   session_ = newClientSession(callbacks, this, max_header_bytes_);
   if (!session_) {
     return false;
@@ -223,6 +234,13 @@ void Http2UpstreamSession::noteIdle() {
 void Http2UpstreamSession::holdIfIdle() {
   if (phase_ == Phase::Open && streams_.empty() && idle_since_ms_ != 0 && depth_ == 0) {
     owner_.pool().holdIdle(*this);  // (it may end this session at once: over a bound)
+  }
+}
+
+void Http2UpstreamSession::setStreamWindow(std::int32_t id, std::size_t bytes) {
+  if (session_) {
+    nghttp2_session_set_local_window_size(session_.get(), NGHTTP2_FLAG_NONE, id,
+                                          static_cast<std::int32_t>(bytes));
   }
 }
 
@@ -445,6 +463,44 @@ Http2UpstreamSession* Http2UpstreamSessions::adopt(std::unique_ptr<UpstreamConne
     return nullptr;
   }
   return raw;
+}
+
+void Http2UpstreamSessions::dialStarted(const UpstreamKey& key) { ++dials_[key].under_way; }
+
+void Http2UpstreamSessions::dialOver(const UpstreamKey& key) {
+  auto it = dials_.find(key);
+  if (it == dials_.end()) {
+    return;
+  }
+  if (it->second.under_way > 0) {
+    --it->second.under_way;
+  }
+  // The waiters look again: a session now takes them, or (when no dial is left) they dial
+  // themselves. Each may start a dial, join another, or end its request: a copy is walked.
+  std::vector<DialWaiter*> waiters;
+  waiters.swap(it->second.waiters);
+  if (it->second.under_way == 0) {
+    dials_.erase(it);
+  }
+  for (DialWaiter* waiter : waiters) {
+    waiter->onDialOver();
+  }
+}
+
+bool Http2UpstreamSessions::join(const UpstreamKey& key, DialWaiter& waiter) {
+  auto it = dials_.find(key);
+  if (it == dials_.end() || it->second.under_way == 0) {
+    return false;
+  }
+  it->second.waiters.push_back(&waiter);
+  return true;
+}
+
+void Http2UpstreamSessions::leave(const UpstreamKey& key, DialWaiter& waiter) {
+  auto it = dials_.find(key);
+  if (it != dials_.end()) {
+    std::erase(it->second.waiters, &waiter);
+  }
 }
 
 void Http2UpstreamSessions::retire(Http2UpstreamSession* session) {

@@ -45,6 +45,7 @@
 #include "proxy/io/deferred_delete.h"
 #include "proxy/io/tcp_stream.h"
 #include "proxy/io/timer.h"
+#include "proxy/session/context/connection_budget.h"
 #include "proxy/session/pool/upstream_pool.h"
 
 namespace sluice::proxy::session {
@@ -55,8 +56,10 @@ class Http2UpstreamStream;
 
 class Http2UpstreamSession final : private io::TcpStream::Handler, private HeldIdle {
  public:
-  // The receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE) and of the connection.
-  static constexpr std::int32_t kStreamWindow = 256 * 1024;
+  // The receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE: what an origin may send a
+  // new stream unasked) and of the connection. Each stream's is then raised to what its
+  // client's connection grants it (ConnectionBudget::grantWindow, Http2UpstreamStream).
+  static constexpr std::int32_t kStreamWindow = ConnectionBudget::kMinWindow;
   static constexpr std::int32_t kConnectionWindow = 16 * 1024 * 1024;
   // Streams sluice opens on one session at most, whatever the origin allows.
   static constexpr std::uint32_t kMaxStreams = 100;
@@ -97,6 +100,9 @@ class Http2UpstreamSession final : private io::TcpStream::Handler, private HeldI
   void waitForDrain(std::int32_t id);
   // The stream's client took `bytes` of its response: its window is given back.
   void consume(std::int32_t id, std::size_t bytes);
+  // The stream's window is `bytes` from now on (more than the session's initial window: a
+  // WINDOW_UPDATE says so).
+  void setStreamWindow(std::int32_t id, std::size_t bytes);
   // Writes what nghttp2 has queued (at once, or after nghttp2 returns when inside it).
   void flush();
   // The connection's write queue is over its high watermark.
@@ -160,7 +166,21 @@ class Http2UpstreamSession final : private io::TcpStream::Handler, private HeldI
   std::vector<ClientSide*> corked_;  // held corked until it returns (deferred-freed: alive)
 };
 
-// The h2 sessions of one worker, by key.
+// A request waiting for another's dial to the same key (Connector, Joining).
+class DialWaiter {
+ public:
+  // That dial (or every dial to the key) is over: a session may now take the request, or it
+  // dials its own.
+  virtual void onDialOver() = 0;
+
+ protected:
+  ~DialWaiter() = default;
+};
+
+// The h2 sessions of one worker, by key, and the dials that may become one: while a connection
+// offering h2 is being dialled for a key, the worker's other requests for that key wait for it
+// (a burst of streams to an origin costs one connection, not one each), and look again once it
+// is over (a session to share, or none: then each dials its own).
 class Http2UpstreamSessions {
  public:
   Http2UpstreamSessions(uv_loop_t* loop, UpstreamPool& pool);
@@ -176,6 +196,16 @@ class Http2UpstreamSessions {
   // connection is closed).
   Http2UpstreamSession* adopt(std::unique_ptr<UpstreamConnection> connection,
                               std::size_t max_header_bytes);
+  // --- dials that may become sessions
+  // A connection offering h2 is being dialled for `key`; dialOver() when it is ready (after its
+  // exchange adopted it, if the origin chose h2), failed or cancelled.
+  void dialStarted(const UpstreamKey& key);
+  void dialOver(const UpstreamKey& key);
+  // Waits for a dial to `key` under way (true), or there is none (false).
+  bool join(const UpstreamKey& key, DialWaiter& waiter);
+  // No longer waits (cancelled). Idempotent.
+  void leave(const UpstreamKey& key, DialWaiter& waiter);
+
   // Retires the sessions whose key no request will ask for again (a reload): at once when
   // idle, else once their streams in flight have finished.
   void endWhere(const std::function<bool(const UpstreamKey&)>& unusable);
@@ -194,6 +224,11 @@ class Http2UpstreamSessions {
   uv_loop_t* loop_;
   UpstreamPool& pool_;
   std::multimap<UpstreamKey, std::unique_ptr<Http2UpstreamSession>> sessions_;
+  struct Dials {
+    std::size_t under_way = 0;
+    std::vector<DialWaiter*> waiters;
+  };
+  std::map<UpstreamKey, Dials> dials_;
   io::DeferredDelete<Http2UpstreamSession> ended_;
 };
 

@@ -65,8 +65,10 @@ Http2UpstreamStream::Http2UpstreamStream(ClientSide& host, UpstreamEvents& event
 
 Http2UpstreamStream::~Http2UpstreamStream() { detach(); }
 
-void Http2UpstreamStream::attachTo(Http2UpstreamSession& session, std::string_view method) {
+void Http2UpstreamStream::attachTo(Http2UpstreamSession& session, std::string_view method,
+                                   bool end_to_end) {
   session_ = &session;
+  consumption_ = end_to_end ? Consumption::WhenTaken : Consumption::OnDelivery;
   id_ = -1;
   head_request_ = method == "HEAD";
   secret_ = false;
@@ -122,6 +124,7 @@ void Http2UpstreamStream::sendHead(const http::RequestHead& head, std::string_vi
     fail("cannot open a stream to the origin");
     return;
   }
+  window_ = host_.budget().grantWindow();
   countActive(true);
   wantFlush();
 }
@@ -228,8 +231,24 @@ void Http2UpstreamStream::reportDrainedIfSo() {
 
 // --- the response
 
+void Http2UpstreamStream::onHeadersSent() {
+  if (session_ != nullptr && window_ != 0) {
+    session_->setStreamWindow(id_, window_);
+  }
+}
+
+void Http2UpstreamStream::bodyTaken(std::size_t bytes) {
+  if (consumption_ == Consumption::WhenTaken && session_ != nullptr && bytes > 0) {
+    session_->consume(id_, bytes);  // the client took them: the origin may send as many more
+    wantFlush();
+  }
+}
+
 void Http2UpstreamStream::setReading(bool reading) {
   reading_ = reading;
+  if (consumption_ == Consumption::WhenTaken) {
+    return;  // (the window follows what the client takes: bodyTaken)
+  }
   if (reading && unconsumed_ > 0 && session_ != nullptr) {
     session_->consume(id_, unconsumed_);  // the client took what it was sent: the window opens
     unconsumed_ = 0;
@@ -282,6 +301,9 @@ void Http2UpstreamStream::onData(std::span<const char> data) {
     return;
   }
   host_.updateReading();  // the client may be backed up now: then setReading(false)
+  if (consumption_ == Consumption::WhenTaken) {
+    return;  // consumed as the client takes the bytes (bodyTaken)
+  }
   if (reading_) {
     session_->consume(id_, data.size());
   } else {
@@ -309,7 +331,7 @@ const http::HeaderBlock* Http2UpstreamStream::trailers() const { return response
 
 void Http2UpstreamStream::onClosed(std::uint32_t error_code) {
   session_ = nullptr;  // (the session forgot it)
-  countActive(false);
+  letGo();
   if (response_ == Response::Complete || response_ == Response::Failed) {
     return;
   }
@@ -322,7 +344,7 @@ void Http2UpstreamStream::onClosed(std::uint32_t error_code) {
 
 void Http2UpstreamStream::onSessionEnded(std::string_view why) {
   session_ = nullptr;
-  countActive(false);
+  letGo();
   if (why.empty() || response_ == Response::Complete || response_ == Response::Failed) {
     return;
   }
@@ -340,11 +362,19 @@ void Http2UpstreamStream::detach() {
   }
   Http2UpstreamSession* session = session_;
   session_ = nullptr;
-  countActive(false);
+  letGo();
   // A stream whose both sides ended closes on its own; any other is reset: nobody reads its
   // answer, or nghttp2 has not sent the end of its request (bytes still wait for the origin's
   // window: once the exchange is over, nothing may pull them).
   session->forget(id_, !(response_ == Response::Complete && request_sent_));
+}
+
+void Http2UpstreamStream::letGo() {
+  countActive(false);
+  if (window_ != 0) {
+    host_.budget().returnWindow(window_);
+    window_ = 0;
+  }
 }
 
 void Http2UpstreamStream::countActive(bool active) {

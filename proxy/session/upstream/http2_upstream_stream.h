@@ -38,8 +38,11 @@ class Http2UpstreamStream final : public UpstreamChannel {
   Http2UpstreamStream& operator=(const Http2UpstreamStream&) = delete;
 
   // Takes a stream on `session` for a request with `method` (its answer's framing depends on
-  // it). The stream opens with sendHead().
-  void attachTo(Http2UpstreamSession& session, std::string_view method);
+  // it). The stream opens with sendHead(). `end_to_end`: the client's side keeps the answer
+  // until its own flow control lets it go (an HTTP/2 client), so the origin's window reopens
+  // only as the client takes the bytes (bodyTaken); otherwise as they are delivered, while the
+  // client is not backed up (setReading).
+  void attachTo(Http2UpstreamSession& session, std::string_view method, bool end_to_end);
 
   // --- UpstreamChannel
   bool attached() const override { return session_ != nullptr; }
@@ -54,6 +57,7 @@ class Http2UpstreamStream final : public UpstreamChannel {
   bool backedUp() const override;
   audit::Proto protocol() const override { return audit::Proto::H2; }
   void setReading(bool reading) override;
+  void bodyTaken(std::size_t bytes) override;
   bool responseKeepsAlive() const override { return true; }
   const http::HeaderBlock* trailers() const override;
   void release(bool reusable, bool clean) override;
@@ -82,6 +86,9 @@ class Http2UpstreamStream final : public UpstreamChannel {
   // The session's writes drained: if the request side was over kHighWater and is no longer,
   // the client is read again; if it still is, the stream waits for the next drain.
   void reportDrainedIfSo();
+  // Its HEADERS went: the window its client's connection granted it (ConnectionBudget) is
+  // opened for the origin.
+  void onHeadersSent();
 
  private:
   enum class Response : std::uint8_t {
@@ -97,6 +104,8 @@ class Http2UpstreamStream final : public UpstreamChannel {
   void detach();
   // The sandbox's sluice_h2_streams_active{leg="origin"}: from the HEADERS sent to the close.
   void countActive(bool active);
+  // The session lets it go (or it lets the session go): its window goes back to the budget.
+  void letGo();
 
   ClientSide& host_;
   UpstreamEvents& events_;
@@ -114,6 +123,10 @@ class Http2UpstreamStream final : public UpstreamChannel {
   bool counted_ = false;
   Response response_ = Response::AwaitingHead;
   std::size_t unconsumed_ = 0;    // response bytes delivered while the client was backed up
+  // When the origin's window reopens: as bytes are delivered, or as the client takes them.
+  enum class Consumption : std::uint8_t { OnDelivery, WhenTaken };
+  Consumption consumption_ = Consumption::OnDelivery;
+  std::size_t window_ = 0;  // granted by the client's connection (ConnectionBudget), 0: none
   http::Http2ResponseBuilder response_head_;  // the response as it comes
   http::Http2Fields fields_;  // the request head being submitted
   http::Http2Fields trailers_;  // the request's trailers, submitted after its last DATA

@@ -60,6 +60,9 @@ class UpstreamChannel {
   virtual audit::Proto protocol() const = 0;
   // Whether the response is read (false while the client is backed up).
   virtual void setReading(bool reading) = 0;
+  // The client took `bytes` of the answer (a downstream that buffers it: Downstream::
+  // buffersResponse): an HTTP/2 origin's stream window reopens by as much.
+  virtual void bodyTaken(std::size_t bytes) = 0;
   // The upstream may carry another request after this response (its head said so).
   virtual bool responseKeepsAlive() const = 0;
   // The trailer fields that ended the response (null: none, or none kept).

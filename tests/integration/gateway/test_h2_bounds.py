@@ -37,10 +37,14 @@ import pytest
 from gateway import remove_dir
 from h2_hostile import WildcardH2Origin, silent_tls_origin, start_flood_dnsmasq
 from h2_scenarios import (MAX_IDLE_PER_SANDBOX, NUDGES, PENDING_LIMIT, VICTIM, audit_flood,
-                          audit_on_dev_full, flood_and_victim, idle_flood, made_you_reset,
-                          probe_rules, stalled_progress)
+                          audit_on_dev_full, flood_and_victim, hold_windows, idle_flood,
+                          made_you_reset, probe_rules, stalled_progress)
+from sluice_proc import is_asan
 
 KIB = 1024
+PER_CONNECTION_KIB = 2 * KIB        # the target of issue 33: 2 MiB per hostile connection
+PER_CONNECTION_ASAN_KIB = 8 * KIB   # ASan: redzones, shadow memory, its quarantine of frees
+SANDBOX_CONNECTIONS = 16            # limits.per_sandbox.max_connections
 REFUSED_STREAM = 0x7
 RESET_BURST, RESET_RATE, STREAMS_IN_FLIGHT = 100, 50, 100
 IDLE = 2.0                          # limits.idle_timeout of finding 4
@@ -48,6 +52,60 @@ IDLE = 2.0                          # limits.idle_timeout of finding 4
 
 def mib(kib):
     return "%.1f MiB" % (kib / KIB)
+
+
+# --- 1. memory --------------------------------------------------------------------------------
+
+def memory_gw(start_sluice):
+    s = start_sluice(edit=with_admin(),
+                     limits={"per_sandbox": {"max_connections": SANDBOX_CONNECTIONS}})
+    return s, Admin(s)
+
+
+def per_connection_kib(s):
+    return PER_CONNECTION_ASAN_KIB if is_asan(s.binary) else PER_CONNECTION_KIB
+
+
+def held_as_told(f):
+    """The client did what the scenario says: every stream's HEADERS went out, and not one
+    WINDOW_UPDATE."""
+    sent = f["client_frames_sent"]
+    assert sent.get("HEADERS") == f["connections"] * f["streams"], f
+    assert "WINDOW_UPDATE" not in sent, f
+    assert f["warm_status"] == 200, f
+
+
+def figures(f):
+    return ("RSS %s -> %s (+%s, %s per connection), %d -> %d descriptors, %d upstream "
+            "sockets, streams in flight: %d client / %d origin, answers %r" % (
+                mib(f["rss_before_kib"]), mib(f["rss_during_kib"]), mib(f["rss_growth_kib"]),
+                mib(f["per_connection_kib"]), f["fds_before"], f["fds_during"],
+                f["upstream_sockets"], f["client_streams_active"], f["origin_streams_active"],
+                f["statuses"]))
+
+
+@pytest.mark.parametrize("origin", ["allowed.test", "h2.test"])
+def test_streams_whose_window_never_comes_back_hold_little_memory(start_sluice, bed, origin):
+    """One connection, 100 GETs of an 8 MiB file, and never a WINDOW_UPDATE: sluice reads
+    from the origin only what its client could take, so the connection holds at most 2 MiB."""
+    s, admin = memory_gw(start_sluice)
+    f = hold_windows(s, admin, bed, origin, connections=1)
+    held_as_told(f)
+    assert f["per_connection_kib"] <= per_connection_kib(s), \
+        "one HTTP/2 connection that returns no window holds %s of sluice's memory (at most " \
+        "%s): %s" % (mib(f["per_connection_kib"]), mib(per_connection_kib(s)), figures(f))
+
+
+def test_a_sandbox_at_its_connection_limit_holds_its_connections_share(start_sluice, bed):
+    """16 such connections of one sandbox (its max_connections) to the h2 origin: at most
+    16 x 2 MiB in all."""
+    s, admin = memory_gw(start_sluice)
+    f = hold_windows(s, admin, bed, "h2.test", connections=SANDBOX_CONNECTIONS)
+    held_as_told(f)
+    bound = SANDBOX_CONNECTIONS * per_connection_kib(s)
+    assert f["rss_growth_kib"] <= bound, \
+        "one sandbox at its %d connections holds %s of sluice's memory (at most %s): %s" % (
+            SANDBOX_CONNECTIONS, mib(f["rss_growth_kib"]), mib(bound), figures(f))
 
 
 # --- 2. idle upstreams of a wildcard h2 origin --------------------------------------------------

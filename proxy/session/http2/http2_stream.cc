@@ -448,7 +448,7 @@ void Http2Stream::sendResponseHead(const http::ResponseHead& head, SecretMask& m
   const std::to_chars_result written = std::to_chars(status, status + sizeof status, shown);
   fields_.add(":status", std::string_view(status, static_cast<std::size_t>(written.ptr - status)));
   for (std::size_t i = 0; i < head.headers.size(); ++i) {
-    const std::string_view name = head.headers.name(i);
+    std::string_view name = head.headers.name(i);
     std::string_view value = head.headers.value(i);
     // What HTTP/1.1 says about its own connection is not HTTP/2's (RFC 9113 §8.2.2); the length
     // stays (it is the body's, and nghttp2 checks nothing of it on a response we send).
@@ -457,10 +457,17 @@ void Http2Stream::sendResponseHead(const http::ResponseHead& head, SecretMask& m
       continue;
     }
     if (mask.active()) {
+      // Names and values alike, as HTTP/1.1 masks its whole head: an origin may echo a secret
+      // in either (docs/wire.md#what-masking-catches-and-what-it-does-not). '*' is a token
+      // character, so a masked name is still a field name.
       masked_.clear();
+      mask.feed(std::span<const char>(name.data(), name.size()), masked_);
+      mask.finish(masked_);
+      const std::size_t name_length = masked_.size();
       mask.feed(std::span<const char>(value.data(), value.size()), masked_);
       mask.finish(masked_);
-      value = masked_;
+      name = std::string_view(masked_).substr(0, name_length);
+      value = std::string_view(masked_).substr(name_length);
     }
     fields_.addChecked(name, value);  // an origin's field HTTP/2 cannot carry is not passed on
   }

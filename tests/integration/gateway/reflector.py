@@ -15,6 +15,8 @@ like any origin. Every request is recorded (method, path, headers) before it is 
   GET /negotiate?h=NAME
       body `key=<header>\\n`, gzip-compressed (Content-Encoding: gzip) when the request's
       Accept-Encoding lists gzip, as any origin would; `X-Seen-Accept-Encoding` says what came.
+  GET /echo-name?h=NAME
+      200 with a field whose name carries the header: `X-Key-<header>: 1`.
   GET /early-hints?h=NAME
       103 Early Hints with `Link` fields that carry the header as it is and base64-encoded,
       then 200 `done`.
@@ -74,6 +76,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._echo(query, value)
         elif url.path == "/negotiate":
             self._negotiate(value)
+        elif url.path == "/echo-name":
+            self._send(200, [("X-Key-" + value.decode("latin-1"), "1")], b"named\n")
         elif url.path == "/early-hints":
             self._early_hints(value)
         else:

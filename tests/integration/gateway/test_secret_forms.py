@@ -19,6 +19,7 @@ import clients
 import expect
 from gateway import Gateway, Runner
 from oracles import marker
+from h2client import H2Tunnel
 from reflector import ENCODERS, Reflector
 
 API_KEY = "sk-real-7f3a9c0e5b1d4a2e8c6f"
@@ -182,6 +183,25 @@ def test_an_interim_answer_that_echoes_the_secret_is_masked(fgw, reflector):
     assert (hints.status, final.status, final.body) == (103, 200, b"done\n")
     assert len(hints.headers_named("Link")) == 2
     assert_nothing_recoverable(hints, API_KEY)
+
+
+@pytest.mark.parametrize("proto", ["http/1.1", "h2"])
+def test_a_secret_echoed_in_a_field_name_is_masked(fgw, reflector, proto):
+    """An origin may echo the secret in a field's name as well as its value: masked on either
+    leg (HTTP/1.1 masks its whole head; over HTTP/2 each name and value)."""
+    if proto == "h2":
+        with H2Tunnel(fgw.sluice.address, fgw.authority("allowed.test", reflector.port),
+                      fgw.sluice.ca_pem).start() as t:
+            s = t.one("GET", "/echo-name?h=x-api-key", headers=[("x-api-key", PLACEHOLDER)])
+        assert s.status == 200, s.describe()
+        names = [n for n, _ in s.headers]
+    else:
+        ex = fetch(fgw, reflector, "/echo-name?h=x-api-key")
+        assert ex.final.status == 200, ex.final
+        names = [n.lower() for n, _ in ex.final.headers]
+        assert_nothing_recoverable(ex.final, API_KEY)
+    assert not any(API_KEY in n for n in names), names
+    assert "x-key-" + "*" * len(API_KEY) in names, names
 
 
 # --- compression -------------------------------------------------------------------------------

@@ -52,6 +52,10 @@ class Downstream {
   // stream), and says when they went (Exchange::onResponseTaken): an HTTP/2 origin's window is
   // then reopened only as the client takes them. HTTP/1.1 writes them at once.
   virtual bool buffersResponse() const = 0;
+  // For the upgrade its client asked for, any 2xx tells the client the protocol switched (RFC
+  // 8441 §5: an extended CONNECT's tunnel is established by a 2xx). An origin's answer that did
+  // not switch must then never reach it as a 2xx.
+  virtual bool successMeansSwitched() const = 0;
   // The HTTP the client speaks here: the record's `proto`.
   virtual audit::Proto protocol() const = 0;
 

@@ -222,6 +222,15 @@ void Exchange::onResponseHead(const http::ResponseHead& head) {
     switchToWebSocket(head);
     return;
   }
+  if (upgrade_ == http::Upgrade::WebSocket && head.status / 100 == 2 &&
+      downstream_.successMeansSwitched()) {
+    // The origin declined the WebSocket with an ordinary answer (200 and a body): to an HTTP/2
+    // client that 2xx would say the tunnel is open, and the body would read as its bytes.
+    deny(policy::Reason::UpstreamConnect,
+         "the origin answered the WebSocket upgrade with " + std::to_string(head.status) +
+             ", not 101 Switching Protocols");
+    return;
+  }
   if (refuseEncodedResponse(head)) {
     return;
   }

@@ -90,6 +90,7 @@ class Http1ServerCodec final : public ClientCodec,
   void resumeRequest() override { process(); }
   bool backedUp() const override { return host_.clientBackedUp(); }
   bool buffersResponse() const override { return false; }
+  bool successMeansSwitched() const override { return false; }  // (a 200 declines the upgrade)
 
  private:
   // --- ExchangeHost: the connection's, but for the end of the exchange

@@ -97,6 +97,7 @@ class Http2Stream final : public Downstream, private CodecExchangeHost {
   void resumeRequest() override { deliverHeld(); }
   bool backedUp() const override;
   bool buffersResponse() const override { return true; }
+  bool successMeansSwitched() const override { return request_.extendedConnect(); }
   audit::Proto protocol() const override { return audit::Proto::H2; }
 
  private:

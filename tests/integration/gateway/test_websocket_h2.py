@@ -31,7 +31,8 @@ from ws_origin import ADDRESS, NAME, WsOrigin
 
 ENABLE_CONNECT_PROTOCOL = 0x8  # RFC 8441 §3
 CANCEL = 0x8
-FEEDS = ["/feed/echo", "/feed/push", "/feed/close", "/feed/forged", "/feed/unkeyed"]
+FEEDS = ["/feed/echo", "/feed/push", "/feed/close", "/feed/forged", "/feed/unkeyed",
+         "/feed/declined"]
 
 
 @pytest.fixture(scope="module")
@@ -378,6 +379,25 @@ def test_a_101_without_the_accept_for_sluices_key_is_not_a_websocket(wsgw, origi
         sid = t.extended_connect(path, headers=[("sec-websocket-version", "13")])
         s = t.wait(sid)[0]
         assert s.status == 502, s.describe()
+        still_open(t)
+        rec = wsgw.audit.one(mark, lambda r: r["client"] == t.client)
+    assert [p for p, _ in origin.handshakes if p == path] == [path]  # the origin was asked
+    expect.record(rec, decision="deny", rule="ws-feed", status=502, reason="upstream_connect",
+                  upgrade="websocket", proto="h2")
+
+
+def test_an_ordinary_200_to_the_upgrade_is_no_tunnel(wsgw, origin):
+    """RFC 8441 §5: a 2xx to an extended CONNECT says the tunnel is established. The origin
+    declines the WebSocket with an ordinary 200 and a body (its HTTP/1.1 answer to the
+    upgrade sluice asked for): the client must not read that as an open tunnel, nor the body
+    as the WebSocket's bytes. 502 upstream_connect on the stream; the connection goes on."""
+    m, mark = marker(), wsgw.audit.mark()
+    path = "/feed/declined?m=" + m
+    with open_h2(wsgw, origin) as t:
+        sid = t.extended_connect(path, headers=[("sec-websocket-version", "13")])
+        s = t.wait(sid)[0]
+        assert s.status == 502, s.describe()
+        assert b"no WebSocket here" not in s.body, s.describe()
         still_open(t)
         rec = wsgw.audit.one(mark, lambda r: r["client"] == t.client)
     assert [p for p, _ in origin.handshakes if p == path] == [path]  # the origin was asked

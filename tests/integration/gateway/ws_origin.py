@@ -9,6 +9,7 @@ read (path and request headers, before the handshake is checked) and serves thre
   /feed/forged    answers 101 with the upgrade fields but a Sec-WebSocket-Accept for another
                   key, then closes: an origin that did not read the handshake as a WebSocket's
   /feed/unkeyed   the same without any Sec-WebSocket-Accept
+  /feed/declined  an ordinary 200 with a body: an origin that does not switch
 Anything else is refused with 404 before the upgrade. With `alpn` (a list) its TLS selects the
 first protocol of that list a client offers, e.g. h2 before http/1.1, like an origin that also
 speaks HTTP/2, and `alpns` keeps what each session's handshake selected. With `subprotocols`
@@ -75,9 +76,11 @@ class WsOrigin:
 
     async def _check(self, path, headers):
         if not path.startswith(("/feed/echo", "/feed/push", "/feed/close", "/feed/forged",
-                                "/feed/unkeyed")):
+                                "/feed/unkeyed", "/feed/declined")):
             return http.HTTPStatus.NOT_FOUND, [], b"no such feed\n"
         self.handshakes.append((path, {k.lower(): v for k, v in headers.raw_items()}))
+        if path.startswith("/feed/declined"):
+            return http.HTTPStatus.OK, [("Content-Type", "text/plain")], b"no WebSocket here\n"
         return None
 
     async def _handle(self, ws, path):

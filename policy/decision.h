@@ -47,6 +47,15 @@ struct RequestFacts {
   // its own and only address, resolved or not.)
   bool resolved = false;
   std::span<const IpAddress> addresses;
+
+  // The facts of a target alone: H, its port and scheme (no request yet, nothing resolved).
+  static RequestFacts of(std::string_view host, std::uint16_t port, Scheme scheme) {
+    RequestFacts facts;
+    facts.target_host = host;
+    facts.port = port;
+    facts.scheme = scheme;
+    return facts;
+  }
 };
 
 // At most this many addresses of an answer are considered; the rest are never dialled.

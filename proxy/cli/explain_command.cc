@@ -90,11 +90,9 @@ Decision explain(const Query& q) {
     d.reason = Reason::NotAllowedScheme;
     return d;
   }
-  policy::RequestFacts facts;
-  facts.target_host = q.url.authority.host;
-  facts.port = q.url.port;
-  facts.scheme = q.url.scheme == policy::UrlScheme::Https ? policy::Scheme::Https
-                                                          : policy::Scheme::Http;
+  policy::RequestFacts facts = policy::RequestFacts::of(
+      q.url.authority.host, q.url.port,
+      q.url.scheme == policy::UrlScheme::Https ? policy::Scheme::Https : policy::Scheme::Http);
   // The connection first: CONNECT host:port (https) or the absolute-form target (http).
   Decision d = policy::decide(*q.sandbox, facts);
   if (!d.forwards()) {

@@ -52,11 +52,7 @@ void TunnelOpening::onConnect(const http::RequestHead& head, std::string_view re
   record_.target_host = facts_.host;
   record_.port = facts_.port;
 
-  policy::RequestFacts facts;
-  facts.target_host = facts_.host;
-  facts.port = facts_.port;
-  facts.scheme = policy::Scheme::Https;
-  policy::Decision d = policy::decide(host_.sandbox(), facts);
+  policy::Decision d = policy::decide(host_.sandbox(), tunnelFacts());
   record_.host.assign(d.host.text());
   record_.rule = d.rule != nullptr ? d.rule->name : std::string();
   if (!d.forwards()) {
@@ -154,10 +150,7 @@ void TunnelOpening::processClientHello() {
       return;
     }
   }
-  policy::RequestFacts facts;
-  facts.target_host = facts_.host;
-  facts.port = facts_.port;
-  facts.scheme = policy::Scheme::Https;
+  policy::RequestFacts facts = tunnelFacts();
   switch (hello.info.sni_state) {
     case tls::SniState::Absent:
       facts.sni_state = policy::SniState::Absent;
@@ -273,6 +266,11 @@ void TunnelOpening::refuseConnect(policy::Reason reason, std::string_view detail
   }
   write(policy::Verdict::Deny, reason, policy::reasonInfo(reason).http_status);
   host_.finishConnection();  // a denied connection is not kept (docs/wire.md#denials)
+}
+
+// The tunnel's own facts (no request yet): H and its port, over TLS.
+policy::RequestFacts TunnelOpening::tunnelFacts() const {
+  return policy::RequestFacts::of(facts_.host, facts_.port, policy::Scheme::Https);
 }
 
 void TunnelOpening::refuseConnection(policy::Reason reason, std::string_view detail,

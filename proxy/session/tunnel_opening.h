@@ -93,6 +93,7 @@ class TunnelOpening {
 
  private:
   void processClientHello();
+  policy::RequestFacts tunnelFacts() const;
   // Refuses a tunnel whose TLS never started: an alert where one can be sent (0: none), its
   // record (none for Reason::None: sluice's own failure), then the connection ends.
   void refuse(policy::Reason reason, std::uint8_t alert, std::string_view detail);

@@ -135,10 +135,8 @@ policy::Decision Exchange::decideRequest(std::span<const policy::IpAddress> addr
   request.absolute_form = head.absolute_form;
   request.uri_authority = head.uri_authority;
   request.websocket = head.websocket_upgrade;
-  policy::RequestFacts facts;
-  facts.target_host = record_.target_host;
-  facts.port = record_.port;
-  facts.scheme = record_.scheme;
+  policy::RequestFacts facts =
+      policy::RequestFacts::of(record_.target_host, record_.port, record_.scheme);
   const ConnectionFacts& connection = host_.facts();
   if (connection.route == Route::Tunnel) {
     facts.sni_state = connection.sni_state;

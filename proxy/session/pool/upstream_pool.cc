@@ -116,11 +116,16 @@ void UpstreamPool::put(std::unique_ptr<UpstreamConnection> connection) {
   entry.idle_since_ms = uv_now(loop_);
   append<&Entry::all>(all_, &entry);
   append<&Entry::of_key>(of_key_[entry.connection->key], &entry);
-  append<&Entry::of_sandbox>(of_sandbox_[sandbox], &entry);
+  countIn(&entry, sandbox, sandbox_idle);
+}
+
+void UpstreamPool::countIn(Entry* entry, std::uint64_t sandbox,
+                           const std::shared_ptr<IdleCount>& sandbox_idle) {
+  append<&Entry::of_sandbox>(of_sandbox_[sandbox], entry);
   if (sandbox_idle) {
     sandbox_idle->fetch_add(1, std::memory_order_relaxed);
   }
-  trim(sandbox, sandbox_idle);
+  trim(sandbox, sandbox_idle);  // (which may evict `entry` itself)
   if (!entries_.empty()) {
     startSweep();
   }
@@ -156,14 +161,7 @@ void UpstreamPool::holdIdle(HeldIdle& idle) {
   entry.held = &idle;
   entry.idle_since_ms = uv_now(loop_);
   append<&Entry::all>(all_, &entry);  // (not in its key's chain: take() hands out connections)
-  append<&Entry::of_sandbox>(of_sandbox_[sandbox], &entry);
-  if (sandbox_idle) {
-    sandbox_idle->fetch_add(1, std::memory_order_relaxed);
-  }
-  trim(sandbox, sandbox_idle);
-  if (!entries_.empty()) {
-    startSweep();
-  }
+  countIn(&entry, sandbox, sandbox_idle);
 }
 
 void UpstreamPool::releaseIdle(HeldIdle& idle) {

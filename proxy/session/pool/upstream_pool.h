@@ -185,6 +185,9 @@ class UpstreamPool : private io::TcpStream::Handler {
   void closeConnection(std::unique_ptr<UpstreamConnection> connection);
   // Closes a pooled connection, or ends a held session.
   void evict(Entry* entry);
+  // A new entry (in `all_`, and in its key's chain if it has one) joins its sandbox's chain and
+  // count; then the bounds are enforced.
+  void countIn(Entry* entry, std::uint64_t sandbox, const std::shared_ptr<IdleCount>& sandbox_idle);
   // Evicts the oldest entries of `sandbox`, then of all, while the counts are over the bounds.
   void trim(std::uint64_t sandbox, const std::shared_ptr<IdleCount>& sandbox_idle);
   void discard(io::TcpStream& stream);

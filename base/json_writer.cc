@@ -8,6 +8,40 @@ namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
 
+// Copied as is by appendJsonString: printable ASCII but '"' and '\\'.
+inline bool isPlain(unsigned char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
+
+constexpr std::size_t kShortString = 128;
+
+// `prefix` (when not 0), '"', `text`, '"' and `suffix` (when not 0) in one append, through a
+// buffer on the stack, when `text` is short and all plain: what separate(), appendJsonString
+// and the ':' would write, without a push_back per quote and comma (out of line at -O2: they
+// were most of the cost of a key). False (nothing written) otherwise. Keys and most values of
+// an audit record or an explanation take this path.
+bool appendShortPlain(std::string& out, char prefix, std::string_view text, char suffix) {
+  if (text.size() > kShortString) {
+    return false;
+  }
+  char buf[kShortString + 4];
+  std::size_t n = 0;
+  if (prefix != 0) {
+    buf[n++] = prefix;
+  }
+  buf[n++] = '"';
+  for (char ch : text) {
+    if (!isPlain(static_cast<unsigned char>(ch))) {
+      return false;
+    }
+    buf[n++] = ch;
+  }
+  buf[n++] = '"';
+  if (suffix != 0) {
+    buf[n++] = suffix;
+  }
+  out.append(buf, n);
+  return true;
+}
+
 void appendEscapedByte(std::string& out, unsigned char c) {
   out += "\\u00";
   out += kHex[c >> 4];
@@ -47,6 +81,9 @@ std::size_t utf8SequenceLength(std::string_view s, std::size_t i) {
 }
 
 void appendJsonString(std::string& out, std::string_view text) {
+  if (appendShortPlain(out, 0, text, 0)) {
+    return;
+  }
   out += '"';
   std::size_t i = 0;
   while (i < text.size()) {
@@ -54,8 +91,7 @@ void appendJsonString(std::string& out, std::string_view text) {
     // such runs, and byte-at-a-time appends were a tenth of sluice's cost per request.
     std::size_t run = i;
     while (run < text.size()) {
-      unsigned char c = static_cast<unsigned char>(text[run]);
-      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+      if (!isPlain(static_cast<unsigned char>(text[run]))) {
         break;
       }
       ++run;
@@ -134,6 +170,10 @@ JsonWriter& JsonWriter::endArray() {
 }
 
 JsonWriter& JsonWriter::key(std::string_view name) {
+  if (appendShortPlain(out_, need_comma_ ? ',' : 0, name, ':')) {
+    need_comma_ = false;
+    return *this;
+  }
   separate();
   appendJsonString(out_, name);
   out_ += ':';
@@ -142,6 +182,10 @@ JsonWriter& JsonWriter::key(std::string_view name) {
 }
 
 JsonWriter& JsonWriter::string(std::string_view value) {
+  if (appendShortPlain(out_, need_comma_ ? ',' : 0, value, 0)) {
+    need_comma_ = true;
+    return *this;
+  }
   separate();
   appendJsonString(out_, value);
   need_comma_ = true;
@@ -149,10 +193,13 @@ JsonWriter& JsonWriter::string(std::string_view value) {
 }
 
 JsonWriter& JsonWriter::number(std::int64_t value) {
-  separate();
-  char buf[24];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
-  (void)ec;  // 24 characters hold every int64
+  char buf[1 + 24];  // the comma, then the number (20 characters at most)
+  std::size_t at = 0;
+  if (need_comma_) {
+    buf[at++] = ',';
+  }
+  auto [end, ec] = std::to_chars(buf + at, buf + sizeof(buf), value);
+  (void)ec;  // it fits
   out_.append(buf, end);
   need_comma_ = true;
   return *this;
@@ -166,8 +213,7 @@ JsonWriter& JsonWriter::boolean(bool value) {
 }
 
 JsonWriter& JsonWriter::null() {
-  separate();
-  out_ += "null";
+  out_.append(need_comma_ ? ",null" : "null");
   need_comma_ = true;
   return *this;
 }

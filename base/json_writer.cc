@@ -8,9 +8,6 @@ namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
 
-// Copied as is by appendJsonString: printable ASCII but '"' and '\\'.
-inline bool isPlain(unsigned char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
-
 constexpr std::size_t kShortString = 128;
 
 // `prefix` (when not 0), '"', `text`, '"' and `suffix` (when not 0) in one append, through a
@@ -29,7 +26,7 @@ bool appendShortPlain(std::string& out, char prefix, std::string_view text, char
   }
   buf[n++] = '"';
   for (char ch : text) {
-    if (!isPlain(static_cast<unsigned char>(ch))) {
+    if (!isJsonPlain(static_cast<unsigned char>(ch))) {
       return false;
     }
     buf[n++] = ch;
@@ -91,7 +88,7 @@ void appendJsonString(std::string& out, std::string_view text) {
     // such runs, and byte-at-a-time appends were a tenth of sluice's cost per request.
     std::size_t run = i;
     while (run < text.size()) {
-      if (!isPlain(static_cast<unsigned char>(text[run]))) {
+      if (!isJsonPlain(static_cast<unsigned char>(text[run]))) {
         break;
       }
       ++run;

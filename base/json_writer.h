@@ -16,6 +16,20 @@ namespace sluice {
 
 void appendJsonString(std::string& out, std::string_view text);
 
+// Printable ASCII but '"' and '\\': the bytes appendJsonString writes as they are, so a text of
+// nothing else is its own JSON string between quotes. For writers that copy such text in one go.
+constexpr bool isJsonPlain(unsigned char c) {
+  return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+}
+constexpr bool isJsonPlain(std::string_view text) {
+  for (char c : text) {
+    if (!isJsonPlain(static_cast<unsigned char>(c))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Length of the valid UTF-8 sequence starting at text[i], or 0 if it is not one (overlongs,
 // surrogates and code points above U+10FFFF are not valid).
 std::size_t utf8SequenceLength(std::string_view text, std::size_t i);

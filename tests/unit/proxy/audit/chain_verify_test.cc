@@ -41,6 +41,16 @@ Outcome verify(const std::vector<std::string>& lines, bool last_complete = true)
   return {v.ok(), v.records(), v.badLine()};
 }
 
+// The chain is docs/audit.md's: lower-case hex SHA-256 of the previous chain and the body, as
+// any reader computes it (these values are Python's hashlib.sha256(...).hexdigest()).
+TEST(ChainOf, IsTheHexSha256OfThePreviousChainAndTheBody) {
+  const std::string first =
+      chainOf(kGenesisChain, "{\"ts\":\"2026-11-30T00:00:00.000Z\",\"sandbox\":\"s\",\"conn\":0");
+  EXPECT_EQ(first, "9d2665d759ae66aa91884c90cc3d0d4236e9897fb5db132de296b31e27994260");
+  EXPECT_EQ(chainOf(first, "{\"x\":\"\\u00ff\""),
+            "5d0daefa0c22ae88a4fcab2b17d23cb818dcc112faacbacac8b9caf547e6920b");
+}
+
 TEST(ChainVerifier, AnEmptyLogIsIntact) {
   Outcome o = verify({});
   EXPECT_TRUE(o.ok);

@@ -95,6 +95,8 @@ TEST(Denial, AUrlNeverCarriesItsDefaultPort) {
       {"https://h.test:443/p?q", "https://h.test/p?q"},
       {"https://h.test:443", "https://h.test"},
       {"https://h.test:443?q", "https://h.test?q"},
+      {"https://h.test:443#f", "https://h.test#f"},  // '#' ends the authority too
+      {"https://h.test:443?a/b:443", "https://h.test?a/b:443"},
       {"http://h.test:80/", "http://h.test/"},
       {"https://[::1]:443/x", "https://[::1]/x"},
       {"https://h.test:8443/", "https://h.test:8443/"},

@@ -26,13 +26,56 @@ bool isConnection(std::string_view name) { return ascii::iequals(name, "Connecti
 }  // namespace
 
 NominatedFields::NominatedFields(const HeaderBlock& headers) {
+  // The tokens of the Connection fields, while they are few: each is then compared with each
+  // field name (length first), at most kFewTokens comparisons per field, and nothing is sorted.
+  std::string_view tokens[kFewTokens];
+  std::size_t count = 0;
   for (std::size_t i = 0; i < headers.size(); ++i) {
-    if (ascii::iequals(headers.name(i), "Connection")) {
-      build(headers);
-      return;
+    if (!isConnection(headers.name(i))) {
+      continue;
+    }
+    std::string_view list = headers.value(i);
+    while (true) {
+      const std::size_t comma = list.find(',');
+      const std::string_view token = ascii::trimOws(list.substr(0, comma));
+      if (!token.empty()) {
+        if (count == kFewTokens) {
+          build(headers);  // many tokens (hostile or odd): sorted names, binary search
+          return;
+        }
+        tokens[count++] = token;
+      }
+      if (comma == std::string_view::npos) {
+        break;
+      }
+      list.remove_prefix(comma + 1);
     }
   }
-  // No Connection field (the common case): nothing is nominated, nothing to sort.
+  if (count == 0) {
+    return;  // no Connection field (the common case), or only empty ones: nothing is nominated
+  }
+  if (headers.size() > kInlineFields) {
+    build(headers);  // only the sorted path has storage from the heap
+    return;
+  }
+  group_ = inline_group_.data();  // each field its own group
+  marked_ = inline_marked_.data();
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    group_[i] = static_cast<std::uint32_t>(i);
+    marked_[i] = 0;
+    const std::string_view name = headers.name(i);
+    if (isConnection(name)) {
+      continue;  // hop-by-hop by name; never a candidate
+    }
+    for (std::size_t t = 0; t < count; ++t) {
+      ++comparisons_;
+      if (compareNames(name, tokens[t]) == 0) {
+        marked_[i] = 1;
+        break;
+      }
+    }
+  }
+  any_ = true;
 }
 
 void NominatedFields::build(const HeaderBlock& headers) {

@@ -4,9 +4,12 @@
 //
 // Cost: a sandbox chooses how many fields its head has and how many Connection tokens, so
 // matching every field against every token (or every Connection value) costs their product,
-// quadratic in the head's size. Here the field names are sorted once and each token is looked up
-// by binary search: time linear in the head's size times log2 of its field count (at most 8 with
-// the parsers' 256-field limit), and no allocation for a head of up to kInlineFields fields.
+// quadratic in the head's size. Here, with at most kFewTokens tokens in all (nearly every head
+// that has a Connection field: "keep-alive", "close", "Upgrade"), each field name is compared
+// with each token, at most kFewTokens times the field count; with more, the field names are
+// sorted once and each token is looked up by binary search: time linear in the head's size times
+// log2 of its field count (at most 8 with the parsers' 256-field limit). Either way no allocation
+// for a head of up to kInlineFields fields.
 //
 // Lifetime: holds no reference to the block; build it again after the block changes.
 
@@ -24,6 +27,10 @@ class NominatedFields {
   // The parsers' default field limit: a head with more fields than this (built by hand, or by a
   // parser given a higher limit) is handled the same way, with storage from the heap.
   static constexpr std::size_t kInlineFields = 256;
+  // Up to this many Connection tokens (all fields together), each field is compared with each
+  // token and nothing is sorted: sorting a response's names for its one "keep-alive" cost more
+  // than the rest of writing the head.
+  static constexpr std::size_t kFewTokens = 4;
 
   explicit NominatedFields(const HeaderBlock& headers);
   NominatedFields(const NominatedFields&) = delete;

@@ -146,6 +146,84 @@ TEST(NominatedFields, WorkGrowsWithTheHeadNotWithItsSquare) {
   EXPECT_LT(ratio, 4.5);
 }
 
+// With at most kFewTokens tokens in all, each field is compared with each token (length first)
+// and nothing is sorted: a response's "Connection: keep-alive" costs one comparison per field.
+// Past that, the sorted path and its bound above.
+TEST(NominatedFields, FewTokensCostAtMostOneComparisonPerFieldAndToken) {
+  const std::size_t n = kDefaultMaxFields;
+  for (std::size_t tokens = 1; tokens <= NominatedFields::kFewTokens; ++tokens) {
+    // Half the fields are Connection fields (never compared), the other half are.
+    EXPECT_LE(comparisonsFor(n, tokens), tokens * (n / 2)) << tokens;
+  }
+  const HeaderBlock response = block({{"Server", "nginx"},
+                                      {"Date", "Mon, 07 Dec 2026 03:00:00 GMT"},
+                                      {"Content-Type", "application/octet-stream"},
+                                      {"Content-Length", "100"},
+                                      {"Last-Modified", "Mon, 07 Dec 2026 02:56:00 GMT"},
+                                      {"Connection", "keep-alive"},
+                                      {"ETag", "\"6753c2a0-64\""},
+                                      {"Accept-Ranges", "bytes"}});
+  EXPECT_EQ(NominatedFields(response).comparisons(), 7u);
+  const auto log_n = std::log2(static_cast<double>(n));
+  const std::size_t many = NominatedFields::kFewTokens + 1;
+  EXPECT_LE(static_cast<double>(comparisonsFor(n, many)),
+            3 * static_cast<double>(n) * log_n + static_cast<double>(many) * (log_n + 2));
+}
+
+// Both ways of finding the named fields (few tokens: each against each; more: sorted names)
+// give what the definition gives, field by field: heads of 1 to 24 fields drawn from a few
+// names in mixed case, with 0 to 9 tokens (some naming no field, some empty, with OWS) spread
+// over 1 to 3 Connection fields.
+TEST(NominatedFields, BothPathsAgreeWithTheDefinition) {
+  const std::string names[] = {"X-A",     "x-a", "X-B", "Keep-Alive", "keep-alive",
+                               "Upgrade", "TE",  "Te",  "X-AB"};
+  const std::string tokens[] = {"x-a",    "X-B",        "keep-alive", "upgrade", "te",
+                                "x-gone", "connection", "",           " x-ab\t"};
+  std::uint32_t state = 20261207;
+  auto next = [&state](std::uint32_t bound) {
+    state = state * 1664525u + 1013904223u;
+    return (state >> 8) % bound;
+  };
+  std::size_t few = 0;
+  std::size_t sorted = 0;
+  for (int round = 0; round < 4000; ++round) {
+    std::vector<std::pair<std::string, std::string>> fields;
+    const std::uint32_t plain = 1 + next(20);
+    for (std::uint32_t i = 0; i < plain; ++i) {
+      fields.emplace_back(names[next(std::size(names))], "v");
+    }
+    const std::uint32_t connection_fields = 1 + next(3);
+    const std::uint32_t token_count = next(10);
+    std::vector<std::string> values(connection_fields);
+    std::vector<std::string> named;
+    for (std::uint32_t t = 0; t < token_count; ++t) {
+      const std::string& token = tokens[next(std::size(tokens))];
+      values[next(connection_fields)] += (next(2) != 0 ? " , " : ",") + token;
+      named.push_back(std::string(ascii::trimOws(token)));
+    }
+    for (const std::string& value : values) {
+      fields.insert(fields.begin() + next(static_cast<std::uint32_t>(fields.size()) + 1),
+                    {next(2) != 0 ? "Connection" : "CONNECTION", value});
+    }
+    std::vector<bool> expected;
+    std::size_t nonempty = 0;
+    for (const std::string& token : named) {
+      nonempty += token.empty() ? 0 : 1;
+    }
+    for (const auto& [name, value] : fields) {
+      bool is_named = false;
+      for (const std::string& token : named) {
+        is_named = is_named || (!token.empty() && ascii::iequals(name, token));
+      }
+      expected.push_back(is_named && !ascii::iequals(name, "Connection"));
+    }
+    (nonempty <= NominatedFields::kFewTokens ? few : sorted) += 1;
+    EXPECT_EQ(nominatedOf(block(fields)), expected) << round;
+  }
+  EXPECT_GT(few, 1000u);
+  EXPECT_GT(sorted, 1000u);
+}
+
 TEST(NominatedFields, MoreFieldsThanTheParsersAllowStillWork) {
   // A hand-built block past kInlineFields takes the heap path; same answers, n log n work.
   const std::size_t n = 4 * NominatedFields::kInlineFields;

@@ -67,15 +67,20 @@ std::string_view toString(HostError e) {
 }
 
 std::string CanonicalHost::authorityText() const {
+  std::string s;
+  appendAuthorityText(s);
+  return s;
+}
+
+void CanonicalHost::appendAuthorityText(std::string& out) const {
   if (kind_ == HostKind::Ipv6Literal) {
-    std::string s;
-    s.reserve(length_ + 2u);
-    s += '[';
-    s += text();
-    s += ']';
-    return s;
+    out.reserve(out.size() + length_ + 2u);
+    out += '[';
+    out += text();
+    out += ']';
+  } else {
+    out += text();
   }
-  return std::string(text());
 }
 
 Result<CanonicalHost, HostError> canonicalizeHost(std::string_view raw) {

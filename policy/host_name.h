@@ -49,6 +49,8 @@ class CanonicalHost {
   std::string_view text() const { return {text_, length_}; }
   // The text as it appears in an authority: IPv6 in brackets.
   std::string authorityText() const;
+  // The same, appended to `out` (a buffer kept across requests: no temporary string).
+  void appendAuthorityText(std::string& out) const;
 
   friend bool operator==(const CanonicalHost& a, const CanonicalHost& b) {
     return a.kind_ == b.kind_ && a.text() == b.text();

@@ -159,6 +159,18 @@ static_assert(std::all_of(std::begin(kPrefixes), std::end(kPrefixes),
 
 constexpr char fold(char c) { return c == '_' ? '-' : ascii::toLower(c); }
 
+// The first letters of kPrefixes (folded): a name that starts with none of them ('p', 'x'), as
+// most do, is compared with no prefix.
+static_assert(std::none_of(std::begin(kPrefixes), std::end(kPrefixes),
+                           [](const Named& n) { return n.name.empty(); }));
+constexpr std::array<bool, 256> kPrefixInitial = [] {
+  std::array<bool, 256> initial{};
+  for (const Named& prefix : kPrefixes) {
+    initial[static_cast<unsigned char>(prefix.name[0])] = true;
+  }
+  return initial;
+}();
+
 // `text` (as received) begins with `folded` (as listed).
 bool startsWithFolded(std::string_view text, std::string_view folded) {
   if (text.size() < folded.size()) {
@@ -182,9 +194,11 @@ RequestHeaderClass classifyRequestHeader(std::string_view name) {
       }
     }
   }
-  for (const Named& prefix : kPrefixes) {
-    if (startsWithFolded(name, prefix.name)) {
-      return prefix.cls;
+  if (!name.empty() && kPrefixInitial[static_cast<unsigned char>(fold(name[0]))]) {
+    for (const Named& prefix : kPrefixes) {
+      if (startsWithFolded(name, prefix.name)) {
+        return prefix.cls;
+      }
     }
   }
   return C::EndToEnd;

@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
+
 #include "policy/secret_use.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
@@ -166,12 +168,18 @@ void Exchange::decide() {
   record_.host.assign(d.host.text());
   record_.rule = d.rule != nullptr ? d.rule->name : std::string();
   if (!record_.host.empty()) {
-    record_.url =
-        (record_.scheme == policy::Scheme::Https ? "https://" : "http://") + d.host.authorityText();
+    // Into the record's own buffer, whose capacity outlives the request: no temporary strings.
+    std::string& url = record_.url;
+    url.assign(record_.scheme == policy::Scheme::Https ? "https://" : "http://");
+    d.host.appendAuthorityText(url);
     if (record_.port != policy::defaultPort(record_.scheme)) {
-      record_.url += ':' + std::to_string(record_.port);
+      char digits[1 + 5];
+      digits[0] = ':';
+      auto [end, ec] = std::to_chars(digits + 1, digits + sizeof(digits), record_.port);
+      (void)ec;  // a port has at most 5 digits
+      url.append(digits, end);
     }
-    record_.url += urlPath(record_.origin_target);
+    url.append(urlPath(record_.origin_target));
   }
   if (overRequestRate()) {
     return;

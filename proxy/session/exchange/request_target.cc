@@ -14,7 +14,10 @@ std::optional<TargetRefusal> targetOf(const ConnectionFacts& connection,
       record.scheme = policy::Scheme::Https;
       record.target_host = connection.host;
       record.port = connection.port;
-      record.url = "https://" + connection.authority + std::string(urlPath(record.origin_target));
+      // Into the record's own buffer, whose capacity outlives the request: no temporaries.
+      record.url.assign("https://")
+          .append(connection.authority)
+          .append(urlPath(record.origin_target));
       // Inside the tunnel an absolute-form target may only name the tunnel's own https origin
       // (docs/wire.md#explicit-proxy); decide() checks its authority against H like the Host
       // header.
@@ -29,7 +32,7 @@ std::optional<TargetRefusal> targetOf(const ConnectionFacts& connection,
       // itself.
       record.scheme = policy::Scheme::Http;
       record.port = connection.orig_dst ? connection.orig_dst->port : 80;
-      record.url = "http://" + std::string(head.host) + std::string(urlPath(record.origin_target));
+      record.url.assign("http://").append(head.host).append(urlPath(record.origin_target));
       if (head.host_count == 0) {
         return TargetRefusal{policy::Reason::HostMissing, "the request has no Host header"};
       }

@@ -130,6 +130,12 @@ TEST(CanonicalizeHost, AuthorityTextBracketsIpv6Only) {
   EXPECT_EQ(canonicalizeHost("[::1]")->authorityText(), "[::1]");
   EXPECT_EQ(canonicalizeHost("10.0.0.1")->authorityText(), "10.0.0.1");
   EXPECT_EQ(canonicalizeHost("A.b")->authorityText(), "a.b");
+  std::string url = "https://";
+  canonicalizeHost("[2001:DB8::1]")->appendAuthorityText(url);
+  EXPECT_EQ(url, "https://[2001:db8::1]");
+  url = "http://";
+  canonicalizeHost("A.b.")->appendAuthorityText(url);
+  EXPECT_EQ(url, "http://a.b");
 }
 
 }  // namespace

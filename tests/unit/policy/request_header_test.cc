@@ -84,6 +84,28 @@ TEST(ClassifyRequestHeader, OnlyTheFirstBytesOfALongNameAreRead) {
   EXPECT_TRUE(isEndToEndRequestHeader(""));
 }
 
+// A catch-all prefix is looked for only in names whose first letter starts one ('p', 'x', in
+// either case): every first byte before the rest of each prefix, and only those two match.
+TEST(ClassifyRequestHeader, APrefixMatchesWhateverItsFirstLetterAndOnlyIt) {
+  const struct {
+    std::string_view rest;  // the prefix but its first letter
+    char initial;
+    C cls;
+  } prefixes[] = {{"roxy-", 'p', C::ProxyControl},
+                  {"-forwarded-", 'x', C::ForwardedClaim},
+                  {"-original-", 'x', C::ForwardedClaim},
+                  {"-envoy-", 'x', C::InternalClaim},
+                  {"_FORWARDED_", 'x', C::ForwardedClaim}};
+  for (const auto& prefix : prefixes) {
+    for (int c = 0; c < 256; ++c) {
+      const std::string name =
+          std::string(1, static_cast<char>(c)) + std::string(prefix.rest) + "zz9";
+      const bool starts = c == prefix.initial || c == prefix.initial - 'a' + 'A';
+      EXPECT_EQ(classifyRequestHeader(name), starts ? prefix.cls : C::EndToEnd) << name;
+    }
+  }
+}
+
 // RFC 9110 section 6.5.1: what no trailer may carry, every family the head drops, and what a
 // trailer is for (checksums, signatures, gRPC's and application fields).
 TEST(RequestTrailer, FieldsATrailerMayNotCarryStayOut) {

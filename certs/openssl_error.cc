@@ -21,4 +21,10 @@ Err<std::string> opensslFailure(std::string_view what) {
   return Err{std::string(what) + " (OpenSSL: " + drainOpensslErrors() + ")"};
 }
 
+void clearOpensslErrors() {
+  if (ERR_peek_error() != 0) {
+    ERR_clear_error();
+  }
+}
+
 }  // namespace sluice::certs

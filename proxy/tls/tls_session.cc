@@ -20,6 +20,7 @@ namespace sluice::proxy::tls {
 
 namespace {
 
+using certs::clearOpensslErrors;
 using certs::opensslFailure;
 using certs::SslPtr;
 
@@ -416,7 +417,7 @@ HandshakeStatus TlsSession::handshake() {
   if (state_->failure.kind != FailureKind::None) {
     return HandshakeStatus::Failed;
   }
-  ERR_clear_error();  // SSL_get_error() reads the queue: only this call's errors may be on it
+  clearOpensslErrors();  // SSL_get_error() reads the queue: only this call's errors may be on it
   int ret = SSL_do_handshake(state_->ssl.get());
   if (ret == 1) {
     state_->handshake_done = true;
@@ -443,7 +444,7 @@ ReadStatus TlsSession::read(std::span<char> out, std::size_t* n) {
   }
   // SSL_get_error() reads the error queue: only this call's errors may be on it. Once per
   // call, not per record: a successful SSL_read_ex queues nothing.
-  ERR_clear_error();
+  clearOpensslErrors();
   std::size_t total = 0;
   while (total < out.size()) {
     std::size_t got = 0;
@@ -486,7 +487,7 @@ bool TlsSession::write(std::span<const char> plaintext) {
   if (state_->failure.kind != FailureKind::None) {
     return false;
   }
-  ERR_clear_error();  // as in read(): once per call
+  clearOpensslErrors();  // as in read(): once per call
   state_->data_bytes += plaintext.size();
   std::size_t offset = 0;
   while (offset < plaintext.size()) {

@@ -134,6 +134,36 @@ std::string addressClassText(const IpAddress& address) {
   return text;
 }
 
+namespace {
+
+// Check 5 on a decision as check 4 left it (a rule, or a report-mode sandbox's policy reason;
+// Deny, nothing checked): the addresses that may be dialled, or ip_denied when none may. In
+// place: a Decision holds its host inline, a copy is not free.
+void checkAddresses(const Sandbox& sandbox, Decision& d, std::span<const IpAddress> addresses,
+                    std::uint16_t port) {
+  if (d.host.isIpLiteral()) {
+    addresses = std::span<const IpAddress>(&d.host.address(), 1);
+  }
+  d.ip_checked = true;
+  std::size_t considered = std::min(addresses.size(), kMaxAddresses);
+  for (std::size_t i = 0; i < considered; ++i) {
+    if (addressRefusal(sandbox, d.rule, addresses[i], port) == AddressRefusal::None) {
+      d.usable_addresses |= std::uint64_t{1} << i;
+    }
+  }
+  if (d.usable_addresses == 0) {
+    d.verdict = Verdict::Deny;
+    d.reason = Reason::IpDenied;
+    return;
+  }
+  d.verdict = d.rule != nullptr ? Verdict::Allow : Verdict::Report;
+  if (d.rule != nullptr) {
+    d.reason = Reason::None;
+  }
+}
+
+}  // namespace
+
 Decision decide(const Sandbox& sandbox, const RequestFacts& facts) {
   Decision d;
 
@@ -212,33 +242,30 @@ Decision decide(const Sandbox& sandbox, const RequestFacts& facts) {
     }
   }
 
-  // 5. The addresses sluice would dial. An IP-literal H is its own, only, address.
-  std::span<const IpAddress> addresses = facts.addresses;
-  if (d.host.isIpLiteral()) {
-    addresses = std::span<const IpAddress>(&d.host.address(), 1);
-  } else if (!facts.resolved) {
+  // 5. The addresses sluice would dial, once known. An IP-literal H is its own, only, address.
+  if (!facts.resolved && !d.host.isIpLiteral()) {
     d.verdict = d.rule != nullptr ? Verdict::Allow : Verdict::Report;
     if (d.rule != nullptr) {
       d.reason = Reason::None;
     }
     return d;
   }
-  d.ip_checked = true;
-  std::size_t considered = std::min(addresses.size(), kMaxAddresses);
-  for (std::size_t i = 0; i < considered; ++i) {
-    if (addressRefusal(sandbox, d.rule, addresses[i], facts.port) == AddressRefusal::None) {
-      d.usable_addresses |= std::uint64_t{1} << i;
-    }
+  checkAddresses(sandbox, d, facts.addresses, facts.port);
+  return d;
+}
+
+Decision decideAddresses(const Sandbox& sandbox, const Decision& unresolved,
+                         std::span<const IpAddress> addresses, std::uint16_t port) {
+  if (!unresolved.forwards()) {
+    return unresolved;  // refused by checks 1 to 4 (or an IP literal's own address): final
   }
-  if (d.usable_addresses == 0) {
-    d.verdict = Verdict::Deny;
-    d.reason = Reason::IpDenied;
-    return d;
-  }
-  d.verdict = d.rule != nullptr ? Verdict::Allow : Verdict::Report;
-  if (d.rule != nullptr) {
-    d.reason = Reason::None;
-  }
+  // Back to where check 4 left it: a rule's reason is set again below, a report-mode
+  // sandbox's policy reason stays.
+  Decision d = unresolved;
+  d.verdict = Verdict::Deny;
+  d.ip_checked = false;
+  d.usable_addresses = 0;
+  checkAddresses(sandbox, d, addresses, port);
   return d;
 }
 

@@ -93,6 +93,15 @@ struct Decision {
 //      reachable (docs/policy.md#addresses). None left: ip_denied, in every mode.
 Decision decide(const Sandbox& sandbox, const RequestFacts& facts);
 
+// Check 5 alone, for a request already decided without addresses: given `unresolved` =
+// decide(sandbox, facts) with facts.resolved false, returns exactly decide(sandbox, facts) with
+// facts.resolved true, facts.addresses = `addresses` and facts.port = `port` (the same port as
+// before). Checks 1 to 4 (canonicalising H and the SNI, the target, the Host, the rules) do not
+// read the addresses, so their outcome is taken from `unresolved`: an upstream connection
+// reused for a request is checked for its one address without deciding the request again.
+Decision decideAddresses(const Sandbox& sandbox, const Decision& unresolved,
+                         std::span<const IpAddress> addresses, std::uint16_t port);
+
 // Why an address may not be dialled for a request (docs/policy.md#addresses), in the order the
 // checks are made; None: it may. Check 5 above, for one address.
 enum class AddressRefusal : std::uint8_t {

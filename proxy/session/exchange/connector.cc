@@ -182,7 +182,8 @@ bool Connector::takeReused() {
     return false;
   }
   policy::IpAddress address = reused->address.ip;
-  policy::Decision d = client_.decideWith(std::span<const policy::IpAddress>(&address, 1));
+  policy::Decision d =
+      client_.decideWith(std::span<const policy::IpAddress>(&address, 1), target_.decision);
   if (!d.forwards() || (d.usable_addresses & 1u) == 0) {
     host_.context().pool->put(std::move(reused));  // still good for the requests it was checked
     return false;                                  // for
@@ -202,7 +203,8 @@ bool Connector::takeSession(const UpstreamKey& key) {
     return false;
   }
   policy::IpAddress address = session->address().ip;
-  policy::Decision d = client_.decideWith(std::span<const policy::IpAddress>(&address, 1));
+  policy::Decision d =
+      client_.decideWith(std::span<const policy::IpAddress>(&address, 1), target_.decision);
   if (!d.forwards() || (d.usable_addresses & 1u) == 0) {
     return false;
   }
@@ -276,7 +278,7 @@ void Connector::onResolved(dns::LookupResult result) {
   answer_ = std::move(result).value();
   client_.onAnswer(answer_);
   const auto& addresses = answer_->addresses;
-  policy::Decision d = client_.decideWith(addresses);
+  policy::Decision d = client_.decideWith(addresses, nullptr);  // (start() has returned)
   if (!d.forwards()) {
     transition(ConnectorState::Failed);
     client_.onUpstreamRefused(d);

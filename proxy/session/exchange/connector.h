@@ -38,8 +38,12 @@ enum class UpstreamOrigin : std::uint8_t {
 // The exchange a connector works for: it holds the request's facts and its record.
 class ConnectorClient {
  public:
-  // This request decided again with H's addresses as sluice resolved them.
-  virtual policy::Decision decideWith(std::span<const policy::IpAddress> addresses) = 0;
+  // This request decided again with H's addresses as sluice resolved them. `unresolved`: the
+  // request's decision without addresses (Target::decision, while start() runs), whose checks
+  // of the request and the rules then stand and only the addresses are checked
+  // (policy::decideAddresses, the same answer); null: the request is decided again in full.
+  virtual policy::Decision decideWith(std::span<const policy::IpAddress> addresses,
+                                      const policy::Decision* unresolved) = 0;
   // H's addresses (for the record), before they are decided on.
   virtual void onAnswer(std::shared_ptr<const dns::Answer> answer) = 0;
   // The address a connection was made to (for the record), before any TLS.

@@ -131,7 +131,8 @@ class Exchange final : private ConnectorClient, private UpstreamEvents, private 
 
  private:
   // --- ConnectorClient
-  policy::Decision decideWith(std::span<const policy::IpAddress> addresses) override;
+  policy::Decision decideWith(std::span<const policy::IpAddress> addresses,
+                              const policy::Decision* unresolved) override;
   void onAnswer(std::shared_ptr<const dns::Answer> answer) override;
   void onConnectedTo(const policy::Endpoint& address) override;
   void onUpstreamReady(std::unique_ptr<UpstreamConnection> connection, UpstreamOrigin origin,

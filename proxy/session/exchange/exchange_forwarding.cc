@@ -50,7 +50,12 @@ void Exchange::acquireUpstream(const policy::Decision& decision) {
 
 // --- what the connector reports
 
-policy::Decision Exchange::decideWith(std::span<const policy::IpAddress> addresses) {
+policy::Decision Exchange::decideWith(std::span<const policy::IpAddress> addresses,
+                                      const policy::Decision* unresolved) {
+  if (unresolved != nullptr) {
+    // Decided for this request's facts, which have not changed since: check the addresses.
+    return policy::decideAddresses(sandbox(), *unresolved, addresses, record_.port);
+  }
   return decideRequest(addresses, true);
 }
 

@@ -139,13 +139,15 @@ std::string_view sameOr(std::string_view value, std::string_view host) {
   return value.data() == kSame ? host : value;
 }
 
-TEST_P(DecisionTest, Decides) {
-  ASSERT_NE(config_, nullptr);
-  const Case& c = GetParam();
-  const Sandbox* sandbox = (*config_)->findSandbox(c.sandbox);
-  ASSERT_NE(sandbox, nullptr);
-
+// A row's facts: `head` and `addresses` hold what `facts` points into.
+struct RowFacts {
   RequestFacts facts;
+  RequestHead head;
+  std::vector<IpAddress> addresses;
+};
+
+void factsOf(const Case& c, RowFacts& row) {
+  RequestFacts& facts = row.facts;
   facts.target_host = c.host;
   facts.port = c.port;
   facts.scheme = c.scheme;
@@ -155,8 +157,8 @@ TEST_P(DecisionTest, Decides) {
     facts.sni_state = SniState::Present;
     facts.sni = sameOr(c.sni, c.host);
   }
-  RequestHead head;
   if (c.request) {
+    RequestHead& head = row.head;
     head.method = c.method;
     head.target = c.target;
     head.host_count = c.host_count;
@@ -168,14 +170,24 @@ TEST_P(DecisionTest, Decides) {
     head.websocket = c.websocket;
     facts.request = &head;
   }
-  std::vector<IpAddress> addresses;
   for (std::string_view text : c.addresses) {
     auto address = IpAddress::parse(text);
     ASSERT_TRUE(address) << "bad address in table: " << text;
-    addresses.push_back(*address);
+    row.addresses.push_back(*address);
   }
-  facts.resolved = c.resolved || !addresses.empty();
-  facts.addresses = addresses;
+  facts.resolved = c.resolved || !row.addresses.empty();
+  facts.addresses = row.addresses;
+}
+
+TEST_P(DecisionTest, Decides) {
+  ASSERT_NE(config_, nullptr);
+  const Case& c = GetParam();
+  const Sandbox* sandbox = (*config_)->findSandbox(c.sandbox);
+  ASSERT_NE(sandbox, nullptr);
+  RowFacts row;
+  ASSERT_NO_FATAL_FAILURE(factsOf(c, row));
+  const RequestFacts& facts = row.facts;
+  const std::vector<IpAddress>& addresses = row.addresses;
 
   Decision d = decide(*sandbox, facts);
   EXPECT_EQ(toString(d.verdict), toString(c.verdict));
@@ -188,6 +200,68 @@ TEST_P(DecisionTest, Decides) {
   if (c.refused != nullptr) {
     ASSERT_FALSE(addresses.empty());
     EXPECT_EQ(toString(addressRefusal(*sandbox, d.rule, addresses[0], c.port)), c.refused);
+  }
+}
+
+testing::AssertionResult sameDecision(const Decision& a, const Decision& b) {
+  if (a.verdict == b.verdict && a.reason == b.reason && a.rule == b.rule && a.host == b.host &&
+      a.ip_checked == b.ip_checked && a.usable_addresses == b.usable_addresses) {
+    return testing::AssertionSuccess();
+  }
+  auto text = [](const Decision& d) {
+    return std::string(toString(d.verdict)) + " " + std::string(toString(d.reason)) + " rule " +
+           (d.rule != nullptr ? d.rule->name : std::string("<none>")) + " host " +
+           std::string(d.host.text()) + " ip_checked " + (d.ip_checked ? "1" : "0") + " usable " +
+           std::to_string(d.usable_addresses);
+  };
+  return testing::AssertionFailure() << text(a) << " vs " << text(b);
+}
+
+// The addresses an upstream may come with, whatever the row's H: an address inside a rule's
+// `ips` (cdn.test's, self.test's, private-net's), a public one, private and loopback ones,
+// sluice's own listener, IPv6, an IP literal H's own, none, and mixes.
+const std::vector<std::vector<std::string_view>> kAddressSets = {
+    {},
+    {"127.0.0.20"},
+    {"93.184.216.34"},
+    {"10.1.2.3"},
+    {"127.0.0.2"},
+    {"::1"},
+    {"fd00::1"},
+    {"2606:2800:220:1::"},
+    {"169.254.169.254", "93.184.216.34"},
+    {"127.0.0.20", "10.1.2.3", "2001:db8::1", "8.8.8.8"},
+};
+
+// decideAddresses() on the row's decision without addresses is decide() with them, field for
+// field: for the row's own addresses, and for each set above (the address of a reused
+// connection, of a shared HTTP/2 session, or an answer).
+TEST_P(DecisionTest, DecidingOnlyTheAddressesIsDecidingAgain) {
+  ASSERT_NE(config_, nullptr);
+  const Case& c = GetParam();
+  const Sandbox* sandbox = (*config_)->findSandbox(c.sandbox);
+  ASSERT_NE(sandbox, nullptr);
+  RowFacts row;
+  ASSERT_NO_FATAL_FAILURE(factsOf(c, row));
+  RequestFacts unresolved_facts = row.facts;
+  unresolved_facts.resolved = false;
+  unresolved_facts.addresses = {};
+  const Decision unresolved = decide(*sandbox, unresolved_facts);
+
+  std::vector<std::vector<IpAddress>> sets = {row.addresses};
+  for (const auto& texts : kAddressSets) {
+    sets.emplace_back();
+    for (std::string_view text : texts) {
+      sets.back().push_back(*IpAddress::parse(text));
+    }
+  }
+  for (const std::vector<IpAddress>& addresses : sets) {
+    RequestFacts resolved = row.facts;
+    resolved.resolved = true;
+    resolved.addresses = addresses;
+    const Decision full = decide(*sandbox, resolved);
+    const Decision alone = decideAddresses(*sandbox, unresolved, addresses, row.facts.port);
+    EXPECT_TRUE(sameDecision(alone, full)) << addresses.size() << " addresses";
   }
 }
 

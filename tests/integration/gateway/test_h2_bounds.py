@@ -6,9 +6,9 @@ its fix; the scenarios and their figures are h2_scenarios.py's, which bench/h2_b
 for any binary.
 
 1. Memory: 100 streams of an 8 MiB file whose client never sends WINDOW_UPDATE hold at most
-   2 MiB of sluice's RSS per connection (8 MiB under ASan), toward an HTTP/1.1 origin
-   (allowed.test: 100 upstream connections) or an h2 one (h2.test: streams of shared upstream
-   sessions); 16 such connections, one sandbox at its `max_connections`, at most 16 x that.
+   2 MiB of sluice's RSS per connection (16 MiB under ASan, whose quarantine is turned off),
+   toward an HTTP/1.1 origin (allowed.test) or an h2 one (h2.test); 16 such connections, one
+   sandbox at its `max_connections`, at most 16 x that.
 2. Idle upstreams: 400 names under a wildcard whose origin speaks h2 (an nginx of the module's
    own on 127.0.0.25 for *.h2flood.test, and a dnsmasq whose zone has that tree) leave at most
    `upstream.max_idle_per_sandbox` idle upstreams, and with 256 descriptors another sandbox is
@@ -43,7 +43,10 @@ from sluice_proc import is_asan
 
 KIB = 1024
 PER_CONNECTION_KIB = 2 * KIB        # the target of issue 33: 2 MiB per hostile connection
-PER_CONNECTION_ASAN_KIB = 8 * KIB   # ASan: redzones, shadow memory, its quarantine of frees
+# ASan (its quarantine off: memory_gw): redzones and shadow memory multiply what the 100
+# streams' small objects take about fivefold (9 to 10 MiB measured for what is 1.7 to 1.9 MiB
+# without ASan); the product's bound is the line above, asserted in the gcc tree.
+PER_CONNECTION_ASAN_KIB = 16 * KIB
 SANDBOX_CONNECTIONS = 16            # limits.per_sandbox.max_connections
 REFUSED_STREAM = 0x7
 RESET_BURST, RESET_RATE, STREAMS_IN_FLIGHT = 100, 50, 100
@@ -56,8 +59,15 @@ def mib(kib):
 
 # --- 1. memory --------------------------------------------------------------------------------
 
-def memory_gw(start_sluice):
-    s = start_sluice(edit=with_admin(),
+def memory_gw(start_sluice, sluice_binary):
+    # Under ASan a freed block stays in its quarantine (256 MiB by default) instead of being
+    # reused, so RSS counts every allocation ever made: without the quarantine it counts what
+    # is held (with ASan's redzones and shadow, hence the larger bound).
+    env = {}
+    if is_asan(sluice_binary):
+        env["ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "") + \
+            ":quarantine_size_mb=0:thread_local_quarantine_size_kb=0"
+    s = start_sluice(edit=with_admin(), env=env,
                      limits={"per_sandbox": {"max_connections": SANDBOX_CONNECTIONS}})
     return s, Admin(s)
 
@@ -85,10 +95,11 @@ def figures(f):
 
 
 @pytest.mark.parametrize("origin", ["allowed.test", "h2.test"])
-def test_streams_whose_window_never_comes_back_hold_little_memory(start_sluice, bed, origin):
+def test_streams_whose_window_never_comes_back_hold_little_memory(start_sluice, sluice_binary,
+                                                                 bed, origin):
     """One connection, 100 GETs of an 8 MiB file, and never a WINDOW_UPDATE: sluice reads
     from the origin only what its client could take, so the connection holds at most 2 MiB."""
-    s, admin = memory_gw(start_sluice)
+    s, admin = memory_gw(start_sluice, sluice_binary)
     f = hold_windows(s, admin, bed, origin, connections=1)
     held_as_told(f)
     assert f["per_connection_kib"] <= per_connection_kib(s), \
@@ -96,10 +107,11 @@ def test_streams_whose_window_never_comes_back_hold_little_memory(start_sluice, 
         "%s): %s" % (mib(f["per_connection_kib"]), mib(per_connection_kib(s)), figures(f))
 
 
-def test_a_sandbox_at_its_connection_limit_holds_its_connections_share(start_sluice, bed):
+def test_a_sandbox_at_its_connection_limit_holds_its_connections_share(start_sluice,
+                                                                      sluice_binary, bed):
     """16 such connections of one sandbox (its max_connections) to the h2 origin: at most
     16 x 2 MiB in all."""
-    s, admin = memory_gw(start_sluice)
+    s, admin = memory_gw(start_sluice, sluice_binary)
     f = hold_windows(s, admin, bed, "h2.test", connections=SANDBOX_CONNECTIONS)
     held_as_told(f)
     bound = SANDBOX_CONNECTIONS * per_connection_kib(s)

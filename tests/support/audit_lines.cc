@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -136,6 +137,10 @@ class Reader {
   std::size_t at_ = 0;
 };
 
+bool hasMember(const AuditLine& record, const ExpectedMember& member) {
+  return member.value == "null" ? record.isNull(member.name) : record[member.name] == member.value;
+}
+
 }  // namespace
 
 std::string AuditLine::operator[](std::string_view name) const {
@@ -179,9 +184,7 @@ testing::AssertionResult isOneRecord(const std::vector<AuditLine>& lines,
   testing::AssertionResult result = testing::AssertionSuccess();
   bool differs = false;
   for (const ExpectedMember& member : expected) {
-    const bool matches =
-        member.value == "null" ? record.isNull(member.name) : record[member.name] == member.value;
-    if (!matches) {
+    if (!hasMember(record, member)) {
       if (!differs) {
         result = testing::AssertionFailure();
         differs = true;
@@ -194,6 +197,18 @@ testing::AssertionResult isOneRecord(const std::vector<AuditLine>& lines,
     result << "in " << record.line;
   }
   return result;
+}
+
+std::vector<AuditLine> recordsWith(const std::vector<AuditLine>& lines,
+                                   std::initializer_list<ExpectedMember> expected) {
+  std::vector<AuditLine> out;
+  for (const AuditLine& line : lines) {
+    if (std::all_of(expected.begin(), expected.end(),
+                    [&](const ExpectedMember& member) { return hasMember(line, member); })) {
+      out.push_back(line);
+    }
+  }
+  return out;
 }
 
 }  // namespace sluice::test_support

@@ -43,4 +43,9 @@ struct ExpectedMember {
 testing::AssertionResult isOneRecord(const std::vector<AuditLine>& lines,
                                      std::initializer_list<ExpectedMember> expected);
 
+// The records of `lines` that have every `expected` member (read as isOneRecord reads them), in
+// order: for a connection that leaves several, e.g. one per HTTP/2 stream.
+std::vector<AuditLine> recordsWith(const std::vector<AuditLine>& lines,
+                                   std::initializer_list<ExpectedMember> expected);
+
 }  // namespace sluice::test_support

@@ -1,12 +1,14 @@
 #include "tests/support/session_harness.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "policy/config_loader.h"
 #include "proxy/session/client_connection.h"
@@ -166,9 +168,35 @@ void SessionBed::configure(const BedConfig& config) {
   auto built = proxy::buildGeneration(loaded.value(), std::move(secrets).value(), nullptr,
                                       state_.audit, nullptr);
   ASSERT_TRUE(built) << built.error();
-  state_.generation.publish(built.value());
-  context_.generation = built.value();
-  const policy::Config& c = *built.value()->config;
+  std::shared_ptr<const proxy::Generation> generation = built.value();
+  if (config.audit_can_fail) {
+    // The same generation, but its audit sink is the bed's: on the same (empty) file, through a
+    // write(2) that fails while the test says so. (The sink the gateway's AuditLog opened for
+    // the path stays unused.)
+    proxy::audit::AuditSinkOptions options;
+    options.write = [failing = audit_failing_](int fd, const char* data,
+                                               std::size_t size) -> ssize_t {
+      if (*failing) {
+        errno = ENOSPC;
+        return -1;
+      }
+      return ::write(fd, data, size);
+    };
+    const int fd = ::open(audit_path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0) << audit_path_;
+    std::shared_ptr<proxy::audit::AuditSink> sink = proxy::audit::AuditSink::onDescriptor(
+        audit_path_, fd, true, std::string(proxy::audit::kGenesisChain), std::move(options));
+    auto switched = std::make_shared<proxy::Generation>(*generation);
+    switched->audit_sinks = {sink};
+    for (proxy::SandboxView& view : switched->sandboxes) {
+      view.audit = sink.get();
+    }
+    generation = std::move(switched);
+    audit_can_fail_ = true;
+  }
+  state_.generation.publish(generation);
+  context_.generation = generation;
+  const policy::Config& c = *generation->config;
   resolver_ = std::make_unique<proxy::dns::Resolver>(&loop_, c.dns);
   pool_ = std::make_unique<proxy::session::UpstreamPool>(&loop_, poolLimits(c));
   context_.worker = 0;
@@ -217,17 +245,36 @@ bool SessionBed::allSessionsFinished(std::chrono::milliseconds limit) {
   return runUntil([this] { return sessions_.empty(); }, limit);
 }
 
-void SessionBed::abortSessions() {
-  // Keys first: an abort may finish its session, which erases it from sessions_.
+void SessionBed::forEachLiveSession(
+    const std::function<void(proxy::session::ClientConnection&)>& act) {
+  // Keys first: acting on a session may finish it, which erases it from sessions_.
   std::vector<proxy::session::ClientConnection*> live;
   for (const auto& [session, owned] : sessions_) {
     live.push_back(session);
   }
   for (proxy::session::ClientConnection* session : live) {
     if (sessions_.count(session) != 0) {
-      session->abort();
+      act(*session);
     }
   }
+}
+
+void SessionBed::abortSessions() {
+  forEachLiveSession([](proxy::session::ClientConnection& session) { session.abort(); });
+}
+
+void SessionBed::drainSessions() {
+  context_.draining = true;
+  forEachLiveSession([](proxy::session::ClientConnection& session) { session.drain(); });
+}
+
+void SessionBed::failAuditWrites(bool fail) {
+  EXPECT_TRUE(audit_can_fail_) << "configure the bed with BedConfig::audit_can_fail";
+  *audit_failing_ = fail;
+}
+
+proxy::audit::AuditSink& SessionBed::auditSink() {
+  return *context_.generation->sandboxes.front().audit;
 }
 
 proxy::session::ClientConnection& SessionBed::keep(

@@ -67,6 +67,9 @@ struct BedConfig {
   std::string extra_rules;
   // More fields of the sandbox, each a YAML line "    field: value\n" (e.g. `transparent`).
   std::string sandbox_fields;
+  // The audit file's writes fail (ENOSPC) while the test says so (SessionBed::failAuditWrites):
+  // the generation's sink is one of the bed's on the same file, whose write(2) it can stop.
+  bool audit_can_fail = false;
 };
 
 // Which of the sandbox's listeners a client's connection came in on.
@@ -118,6 +121,17 @@ class SessionBed {
   bool allSessionsFinished(std::chrono::milliseconds limit = 5s);
   // What the worker does at shutdown: every live session is aborted.
   void abortSessions();
+  // What the worker does when it starts draining (SIGTERM): every live session is drained (no
+  // new request; what is in flight finishes), and the context says so to sessions made after.
+  void drainSessions();
+
+  // With BedConfig::audit_can_fail: from now on every write(2) of the audit file fails with
+  // ENOSPC (true), or goes through again (false). Records are kept meanwhile, and the sink is
+  // unavailable from its first failed write until a flush writes what it keeps.
+  void failAuditWrites(bool fail);
+  // The sandbox's audit sink (its availability, its counters; flush() as the server's retry
+  // timer does).
+  proxy::audit::AuditSink& auditSink();
 
   std::vector<AuditLine> auditLines() const { return readAuditLines(audit_path_); }
 
@@ -142,6 +156,7 @@ class SessionBed {
 
  private:
   std::string yaml(const BedConfig& config) const;
+  void forEachLiveSession(const std::function<void(proxy::session::ClientConnection&)>& act);
 
   TempDir dir_;
   uv_loop_t loop_{};
@@ -159,6 +174,9 @@ class SessionBed {
   std::unique_ptr<proxy::session::UpstreamPool> pool_;
   proxy::session::WorkerContext context_;
   std::string audit_path_;
+  // Whether the audit sink's writes fail now (BedConfig::audit_can_fail); shared with the sink.
+  std::shared_ptr<bool> audit_failing_ = std::make_shared<bool>(false);
+  bool audit_can_fail_ = false;
   std::vector<std::unique_ptr<LoopPeer>> clients_;
   std::unordered_map<proxy::session::ClientConnection*,
                      std::unique_ptr<proxy::session::ClientConnection>>

@@ -157,6 +157,9 @@ class ClientConnection final : private io::TcpStream::Handler,
   void noteProxyMode(audit::Mode mode) override { facts_.mode = mode; }
   void onHeadBegun() override;
   Admission admitRequest() override;
+  std::shared_ptr<const Generation> holdGeneration() const override {
+    return binding_.heldGeneration();
+  }
   bool closesAfterExchange() const override { return after_exchange_ != AfterExchange::ReadNext; }
   void closeAfterExchange() override;
   bool onRequestsOver() override;

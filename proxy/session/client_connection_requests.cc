@@ -20,12 +20,13 @@ bool ClientConnection::takeUpCurrentGeneration() {
 }
 
 Admission ClientConnection::admitRequest() {
-  const std::shared_ptr<const Generation>& current = ctx_.currentGeneration();
-  // A reload: the requests in flight keep the generation they were decided by, so the
-  // connection takes up the new one only when none is in flight (HTTP/1.1: always, at a new
-  // head); a generation without this sandbox (or with another CA) is never taken up.
-  if (!binding_.bound(current) && (codec_->inFlight() || !binding_.takeUp(current))) {
-    SPDLOG_DEBUG("[C{}] a request under a generation the connection cannot take up: refused",
+  // A reload: each request is judged by the generation in force when it begins, and the
+  // requests in flight keep theirs (an HTTP/2 stream holds its own: Http2Stream), so the
+  // connection takes up the new one at once (docs/cli.md#reloads). A generation without this
+  // sandbox, or with another CA (its client trusts the old one), is never taken up: the
+  // connection is to drain.
+  if (!binding_.takeUp(ctx_.currentGeneration())) {
+    SPDLOG_DEBUG("[C{}] a request under a generation without this sandbox's CA: refused",
                  facts_.id);
     return Admission::Refuse;
   }

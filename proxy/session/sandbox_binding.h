@@ -3,7 +3,9 @@
 // judged by, and its place in the open-connection counts.
 //
 // A connection is made with the generation in force when it was accepted, and takes up the one
-// in force when each request (or tunnel) begins, never in the middle of one. The sandbox's
+// in force when each request (or tunnel) begins. A request keeps the one it began under: an
+// HTTP/1.1 connection has one request at a time, and each HTTP/2 stream holds its own
+// (Http2Stream), so the binding moves on while streams of the old generation finish. The sandbox's
 // long-lived part (SandboxRuntime: CA, counters) stays the same across the generations; a reload
 // that removed the sandbox, or gave it another CA (its clients trust the old one), leaves
 // nothing to take up, and the connection drains (docs/cli.md#reloads).
@@ -45,6 +47,8 @@ class SandboxBinding {
 
   OpenCount openedAs() const { return opened_as_; }
   const Generation& generation() const { return *generation_; }
+  // The same, for a request that keeps it after the binding moves on (an HTTP/2 stream).
+  const std::shared_ptr<const Generation>& heldGeneration() const { return generation_; }
   const SandboxView& view() const { return *view_; }
   const policy::Sandbox& sandbox() const { return *view_->sandbox; }
   const policy::Config& config() const { return *generation_->config; }

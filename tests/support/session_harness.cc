@@ -102,7 +102,7 @@ std::string SessionBed::yaml(const BedConfig& config) const {
   std::string text =
       "version: 1\n"
       "audit: {path: " +
-      audit_path_ +
+      (config.audit_file.empty() ? audit_path_ : dir_.path() + "/" + config.audit_file) +
       "}\n"
       "dns: " +
       dns +
@@ -121,8 +121,8 @@ std::string SessionBed::yaml(const BedConfig& config) const {
       std::to_string(listen_port_) +
       "\n"
       "    ca: " +
-      dir_.path() +
-      "/sandbox-ca\n"
+      dir_.path() + "/" + config.ca_dir +
+      "\n"
       "    policy: p\n";
   if (!config.sandbox_limits.empty()) {
     text += "    limits: " + config.sandbox_limits + "\n";
@@ -136,8 +136,8 @@ std::string SessionBed::yaml(const BedConfig& config) const {
       plain +
       "], ips: [127.0.0.1/32]}\n"
       "      - {name: tls, hosts: [origin.test], ports: [" +
-      tls +
-      "], ips: [127.0.0.1/32]}\n"
+      tls + "], ips: [127.0.0.1/32]" + config.tls_rule_keys +
+      "}\n"
       "      - {name: wrongname, hosts: [wrongname.test], ports: [" +
       tls +
       "], ips: [127.0.0.1/32]}\n"
@@ -204,6 +204,19 @@ void SessionBed::configure(const BedConfig& config) {
   context_.state = &state_;
   context_.resolver = resolver_.get();
   context_.pool = pool_.get();
+}
+
+void SessionBed::reload(const BedConfig& config) {
+  ASSERT_FALSE(config.audit_can_fail || audit_can_fail_) << "reload() keeps the gateway's sinks";
+  auto loaded = policy::loadConfig({"session-test.yaml", yaml(config)}, {});
+  ASSERT_TRUE(loaded) << loaded.error().front().toString() << "\n" << yaml(config);
+  auto secrets = proxy::SecretValues::load(*loaded.value());
+  ASSERT_TRUE(secrets) << secrets.error();
+  const std::shared_ptr<const proxy::Generation> previous = context_.currentGeneration();
+  auto built = proxy::buildGeneration(loaded.value(), std::move(secrets).value(), previous.get(),
+                                      state_.audit, nullptr);
+  ASSERT_TRUE(built) << built.error();
+  state_.generation.publish(built.value());
 }
 
 LoopPeer& SessionBed::connectClient(Entry entry) {

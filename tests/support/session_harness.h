@@ -65,6 +65,13 @@ struct BedConfig {
   bool with_secret = false;
   // More rules for the policy, each a YAML line "      - {name: ..., ...}\n".
   std::string extra_rules;
+  // More keys of the rule `tls` (origin.test on the TLS origin's port), e.g. ", paths: [/a]".
+  std::string tls_rule_keys;
+  // The sandbox's CA directory, under the bed's: another one is another CA (a reload that
+  // changes it leaves the sandbox's connections nothing to take up).
+  std::string ca_dir = "sandbox-ca";
+  // The audit file, under the bed's directory; "" for the bed's own (auditLines()).
+  std::string audit_file;
   // More fields of the sandbox, each a YAML line "    field: value\n" (e.g. `transparent`).
   std::string sandbox_fields;
   // The audit file's writes fail (ENOSPC) while the test says so (SessionBed::failAuditWrites):
@@ -99,6 +106,11 @@ class SessionBed {
 
   // Builds the generation, the resolver and the pool. Once, before the first client.
   void configure(const BedConfig& config = {});
+  // A reload: a generation built from `config` with the running one as its previous (the
+  // sandbox keeps its runtime unless its CA changes), published as the server publishes one.
+  // The sessions see it at their next request; the bed drains none (a worker drains the
+  // connections of a removed sandbox). Not with BedConfig::audit_can_fail.
+  void reload(const BedConfig& config);
 
   // A client connected to the gateway's listening socket; the accepted end is handed to
   // startSession(). The client is the bed's (it lives until the bed ends, or forgetPeers()).

@@ -13,6 +13,7 @@
 // the connection ends).
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 
@@ -26,9 +27,10 @@ namespace sluice::proxy::session {
 // Whether a new request may begin on the connection (CodecHost::admitRequest).
 enum class Admission : std::uint8_t {
   Admit,
-  // A reload replaced the sandbox's generation and the connection cannot take the new one up
-  // now (requests of the old one are in flight), or the new one no longer has the sandbox:
-  // HTTP/1.1 finishes the connection, HTTP/2 refuses the stream (REFUSED_STREAM) and says GOAWAY.
+  // A reload left no generation for the connection to take up: the sandbox is gone, or has
+  // another CA (its client trusts the old one), and the connection is to drain. Nothing is
+  // processed or recorded: HTTP/1.1 finishes the connection, HTTP/2 refuses the stream
+  // (REFUSED_STREAM) and says GOAWAY (docs/wire.md#http2).
   Refuse,
   // The sandbox's audit log cannot be written: the request is refused, 503 audit_unavailable,
   // its record kept with the others; the connection takes no further request (HTTP/1.1 ends,
@@ -74,9 +76,12 @@ class CodecHost : public ClientSide {
   virtual void noteProxyMode(audit::Mode mode) = 0;
   // A request head began between requests: it must be complete within handshake_timeout.
   virtual void onHeadBegun() = 0;
-  // A request's head is complete: whether it may begin (the generation in force is the
-  // connection's, the audit log is writable).
+  // A request's head is complete: whether it may begin (the connection takes up the generation
+  // in force, the audit log is writable).
   virtual Admission admitRequest() = 0;
+  // The generation the connection is bound to (after admitRequest(): the one the request is
+  // judged by), for a request that keeps it while the connection takes up later ones.
+  virtual std::shared_ptr<const Generation> holdGeneration() const = 0;
 
   // The connection closes after the requests in flight (a response said so, the client shut
   // its side, the worker drains).
@@ -116,7 +121,7 @@ class ClientCodec {
   virtual bool holdsInput() const = 0;
 
   // --- what is in flight
-  // A request decided under the connection's generation is in flight.
+  // A request is in flight.
   virtual bool inFlight() const = 0;
   // Anything is unfinished: a request in flight, or a response the codec still sends.
   virtual bool busy() const = 0;

@@ -62,7 +62,8 @@ struct ConnectionFacts {
 
 class ClientSide {
  public:
-  // --- who, and under which configuration (the generation changes only between requests)
+  // --- who, and under which configuration (a request's never changes: the connection's moves
+  // on between requests, and an HTTP/2 stream keeps the one it was admitted under)
   virtual WorkerContext& context() = 0;
   virtual const ConnectionFacts& facts() const = 0;
   virtual const Generation& generation() const = 0;

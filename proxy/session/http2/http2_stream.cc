@@ -42,12 +42,16 @@ void Http2Stream::open(std::int32_t id) {
   request_side_ = RequestSide::HeadPending;
   response_side_ = ResponseSide::NotBegun;
   life_ = Life::Open;
+  generation_.reset();
+  view_ = nullptr;
   countActive(true);
   dropBody();
   trailers_.clear();
 }
 
 void Http2Stream::releaseBuffers() {
+  generation_.reset();  // a spare keeps no generation (its secrets, its audit sink) alive
+  view_ = nullptr;
   std::string().swap(held_);
   dropBody();
   std::string().swap(body_);
@@ -72,6 +76,14 @@ void Http2Stream::beginRefusedRecord() {
   record.target_host = facts().host;
   record.port = facts().port;
   record.url = "https://" + facts().authority + std::string(urlPath(record.origin_target));
+}
+
+void Http2Stream::noteAudited() {
+  audit::AuditSink* own = view_ != nullptr ? view_->audit : nullptr;
+  if (own != nullptr && own != connection_.sandboxView().audit) {
+    own->flush();
+  }
+  connection_.noteAudited();
 }
 
 void Http2Stream::noteProgress() { last_progress_ms_ = uv_now(context().loop); }
@@ -111,12 +123,15 @@ void Http2Stream::onHead(bool end_stream) {
   }
   switch (codec_.host().admitRequest()) {
     case Admission::Admit:
+      // Judged, forwarded and recorded under the generation in force now, whatever a reload
+      // does to the connection while it is in flight.
+      generation_ = codec_.host().holdGeneration();
+      view_ = &connection_.sandboxView();
       break;
     case Admission::Refuse:
-      // A reload: the streams in flight keep the generation they were decided by, so the
-      // connection takes up the new one only when none is in flight; until then new streams are
-      // refused (REFUSED_STREAM: safe to retry, RFC 9113 §8.7) and GOAWAY sends the client to a
-      // new connection, judged by the new generation. It finishes once no stream is left.
+      // A reload removed the sandbox, or gave it another CA: the connection is to drain, as a
+      // stream after its GOAWAY would be, this one is not processed (REFUSED_STREAM: safe to
+      // retry, RFC 9113 §8.7) and the client goes to a new connection.
       resetStream(NGHTTP2_REFUSED_STREAM);
       codec_.goAway(NGHTTP2_NO_ERROR);
       return;

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -104,6 +105,17 @@ class Http2Stream final : public Downstream, private CodecExchangeHost {
   // --- ExchangeHost: the connection's, but for the exchange's end, a close, upstreams and
   // progress: the stream's own (a request byte taken, the upstream's answer relayed)
   void noteProgress() override;
+  // The generation the stream was admitted under (the connection's before that): a reload
+  // moves the connection on, not the streams in flight (docs/cli.md#reloads).
+  const Generation& generation() const override {
+    return generation_ != nullptr ? *generation_ : connection_.generation();
+  }
+  const SandboxView& sandboxView() const override {
+    return view_ != nullptr ? *view_ : connection_.sandboxView();
+  }
+  // The stream's record went to its generation's audit sink, which a reload may have replaced
+  // for the connection (another file): that one is flushed here, the connection's by it.
+  void noteAudited() override;
   bool closing() const override { return life_ != Life::Open || connection_.closing(); }
   void close(std::string_view why) override;
   // A stream parks nothing for its client: a finished upstream goes to the worker's pool, where
@@ -143,6 +155,9 @@ class Http2Stream final : public Downstream, private CodecExchangeHost {
 
   Http2ServerCodec& codec_;
   std::int32_t id_ = 0;
+  // Held from its admission to its end (null before: the connection's is the stream's).
+  std::shared_ptr<const Generation> generation_;
+  const SandboxView* view_ = nullptr;  // the sandbox in generation_
   http::Http2RequestBuilder request_;
   Exchange exchange_;
   // The three sides of a stream, each one small machine (moves only forward).

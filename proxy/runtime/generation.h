@@ -34,6 +34,7 @@
 #include "proxy/limits/log_budget.h"
 #include "proxy/limits/request_rate.h"
 #include "proxy/runtime/file_identity.h"
+#include "proxy/runtime/origin_protocols.h"
 #include "proxy/runtime/secret_values.h"
 
 namespace sluice::proxy {
@@ -64,6 +65,9 @@ struct SandboxRuntime {
   // shared with each of them, as a pooled connection may outlive the runtime.
   std::shared_ptr<std::atomic<std::size_t>> idle_upstreams =
       std::make_shared<std::atomic<std::size_t>>(0);
+  // What its origins chose when offered h2, for every worker: a burst of its requests to one
+  // waits for one dial unless it answers HTTP/1.1 (OriginProtocols).
+  OriginProtocols origin_protocols;
 };
 
 // A sandbox as one generation sees it.

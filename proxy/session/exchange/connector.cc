@@ -70,9 +70,7 @@ void Connector::start(const Target& target) {
   if (decision.host.isIpLiteral()) {
     literal_ = decision.host.address();
   }
-  Http2UpstreamSessions* sessions = host_.context().h2_upstreams;
-  if (!must_match && !target_.fresh && target_.h2 && sessions != nullptr &&
-      sessions->join(key(), *this)) {
+  if (!must_match && !target_.fresh && target_.h2 && joinDial(false)) {
     transition(ConnectorState::Joining);  // another request of this worker dials the key
     return;
   }
@@ -87,10 +85,25 @@ void Connector::onDialOver() {
   if (takeSession(key())) {
     return;
   }
-  if (host_.context().h2_upstreams->join(key(), *this)) {
+  if (joinDial(true)) {
     return;  // another dial to the key is still under way
   }
   dial();
+}
+
+bool Connector::joinDial(bool again) {
+  Http2UpstreamSessions* sessions = host_.context().h2_upstreams;
+  if (sessions == nullptr) {
+    return false;
+  }
+  // Known to the sandbox, not only to this worker: the client's connection may be another
+  // worker's than the one that dialled the origin (SandboxRuntime::origin_protocols).
+  const OriginProtocol chose = host_.runtime().origin_protocols.chose(
+      host_.generation().upstream_trust_id, name_, target_.port);
+  if (chose == OriginProtocol::Http1 || (again && chose != OriginProtocol::H2)) {
+    return false;
+  }
+  return sessions->join(key(), *this);
 }
 
 void Connector::dial() {
@@ -408,6 +421,13 @@ void Connector::handshake() {
 }
 
 void Connector::ready(std::unique_ptr<UpstreamConnection> connection, UpstreamOrigin origin) {
+  if (shared_dial_ && connection->tls) {
+    // A dial that offered h2: what the origin chose decides whether the sandbox's next bursts
+    // to it wait for one dial (joinDial).
+    host_.runtime().origin_protocols.learn(
+        shared_dial_->trust, shared_dial_->host, shared_dial_->port,
+        connection->tls->alpn() == tls::kAlpnH2 ? OriginProtocol::H2 : OriginProtocol::Http1);
+  }
   transition(ConnectorState::Ready);
   client_.onUpstreamReady(std::move(connection), origin, rule_);
   // Its exchange has adopted the connection as a session if the origin chose h2: the requests

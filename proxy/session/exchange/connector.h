@@ -120,6 +120,11 @@ class Connector : private io::TcpStream::Handler, private DialWaiter {
   void dial();
   // --- DialWaiter: the dial it joined is over: a session now, or a dial of its own
   void onDialOver() override;
+  // Waits for a dial to the key under way on this worker, unless its origin is known to answer
+  // HTTP/1.1. `again`, after a dial it waited for brought no session: only if the origin is
+  // known to choose h2 (a dial to an origin still unknown failed: the waiters do not wait for
+  // one another's, each dials its own at once).
+  bool joinDial(bool again);
   // A dial offering h2 under way for this key is the worker's to know of (others join it);
   // it is over once ready, failed or cancelled.
   void shareDial();

@@ -454,10 +454,6 @@ Http2UpstreamSession* Http2UpstreamSessions::find(const UpstreamKey& key) const 
 Http2UpstreamSession* Http2UpstreamSessions::adopt(std::unique_ptr<UpstreamConnection> connection,
                                                    std::size_t max_header_bytes) {
   const UpstreamKey key = connection->key;
-  if (h2_keys_.size() >= kH2Keys && h2_keys_.count(key) == 0) {
-    h2_keys_.clear();  // (thousands of h2 origins on one worker: forgetting costs a dial each)
-  }
-  h2_keys_.insert(key);
   auto session =
       std::make_unique<Http2UpstreamSession>(*this, std::move(connection), max_header_bytes);
   Http2UpstreamSession* raw = session.get();
@@ -492,9 +488,6 @@ void Http2UpstreamSessions::dialOver(const UpstreamKey& key) {
 }
 
 bool Http2UpstreamSessions::join(const UpstreamKey& key, DialWaiter& waiter) {
-  if (h2_keys_.count(key) == 0) {
-    return false;
-  }
   auto it = dials_.find(key);
   if (it == dials_.end() || it->second.under_way == 0) {
     return false;

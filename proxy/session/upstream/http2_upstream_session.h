@@ -35,7 +35,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -202,9 +201,9 @@ class Http2UpstreamSessions {
   // exchange adopted it, if the origin chose h2), failed or cancelled.
   void dialStarted(const UpstreamKey& key);
   void dialOver(const UpstreamKey& key);
-  // Waits for a dial to `key` under way (true), or there is none (false). Only for a key whose
-  // origin chose h2 before on this worker: a dial to any other may well end as HTTP/1.1, and
-  // the requests that waited for it would have waited for nothing (or for its failure).
+  // Waits for a dial to `key` under way (true), or there is none (false). The caller asks only
+  // for an origin not known to answer HTTP/1.1 (SandboxRuntime::origin_protocols), whose
+  // requests would wait for nothing (Connector::joinDial).
   bool join(const UpstreamKey& key, DialWaiter& waiter);
   // No longer waits (cancelled). Idempotent.
   void leave(const UpstreamKey& key, DialWaiter& waiter);
@@ -232,9 +231,6 @@ class Http2UpstreamSessions {
     std::vector<DialWaiter*> waiters;
   };
   std::map<UpstreamKey, Dials> dials_;
-  // The keys whose origin chose h2 on this worker (a session was adopted), at most kH2Keys.
-  static constexpr std::size_t kH2Keys = 4096;
-  std::set<UpstreamKey> h2_keys_;
   io::DeferredDelete<Http2UpstreamSession> ended_;
 };
 

@@ -16,6 +16,7 @@ arrive), the audit log."""
 import asyncio
 import hashlib
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -27,7 +28,7 @@ import expect
 from gateway import Gateway, Runner
 from h2client import H2Tunnel
 from http1 import request_bytes
-from netutil import clean_env, free_port
+from netutil import clean_env, free_port, wait_until
 from oracles import cdn_hits, marker
 from sluice_proc import PROXY_ADDRESS, bed_rules
 from tlsraw import connect_tunnel
@@ -380,6 +381,53 @@ def test_concurrent_streams_share_one_upstream_connection(hgw, bed):
     spoke_h2([entry(bed, "%s-%d" % (m, i)) for i in range(20)])
     recs = client_records(hgw, t.client, mark, 20)
     assert {r["upstream_proto"] for r in recs} == {"h2"}, recs
+
+
+def test_a_burst_on_another_worker_waits_for_one_dial(sluice_binary, bed):
+    """Two workers. A connection on one of them makes h2.test known to choose h2; then, on a
+    connection the OTHER worker serves (which has no session to h2.test yet), 20 streams opened
+    at once cost that worker one dial: all 20 ride one new upstream connection, not one each
+    (docs/wire.md#http2-toward-origins, "One dial for a burst": what an origin chose is the
+    sandbox's to know, whichever worker dialled it). The serving worker is sluice's debug
+    line "accepted from CLIENT ... on worker N"."""
+    runner = Runner(sluice_binary, bed)
+    try:
+        gw = Gateway(runner.start(env={"SLUICE_WORKERS": "2", "SLUICE_LOG": "debug"}), bed)
+
+        def worker_of(client):
+            pattern = r"accepted from %s for sandbox sbx1 on worker (\d+)" % re.escape(client)
+            return wait_until(lambda: re.findall(pattern, gw.sluice.stderr()), 10,
+                              "the accept line of " + client)[0]
+
+        warm = marker()
+        with open_h2(gw) as t:
+            s = t.one("GET", "/whoami.txt?m=" + warm)
+            assert (s.status, s.body) == (200, b"h2.test\n"), s.describe()
+            first_worker = worker_of(t.client)
+        warm_connection = spoke_h2([entry(bed, warm)])
+
+        held, other = [], None
+        try:
+            for _ in range(20):  # the workers share the accepts (at most a few tries)
+                t = open_h2(gw)
+                held.append(t)
+                if worker_of(t.client) != first_worker:
+                    other = t
+                    break
+            assert other is not None, "20 connections, all served by worker " + first_worker
+            m = marker()
+            ids = [other.request("GET", "/whoami.txt?m=%s-%d" % (m, i)) for i in range(20)]
+            streams = other.wait(*ids)
+            assert [(x.status, x.body) for x in streams] == [(200, b"h2.test\n")] * 20, \
+                other.describe()
+        finally:
+            for t in held:
+                t.close()
+        burst_connection = spoke_h2([entry(bed, "%s-%d" % (m, i)) for i in range(20)])
+        assert burst_connection != warm_connection, \
+            "the other worker's streams rode the first worker's session"
+    finally:
+        runner.stop_all()
 
 
 def one_get(gw, m):

@@ -226,6 +226,14 @@ struct Storage {
   std::vector<DeniedAddress> denied;
 };
 
+// The last millisecond a system_clock::time_point holds: its ticks are nanoseconds in an int64
+// with libstdc++ (the year 2262), so a later time (9999-12-31, say) cannot even be made without
+// overflowing (UBSan's report, in the test command's second tree).
+constexpr std::int64_t kLatestMs =
+    std::chrono::floor<std::chrono::milliseconds>(
+        std::chrono::system_clock::time_point::max().time_since_epoch())
+        .count();
+
 const policy::Endpoint kEndpoints[] = {*policy::Endpoint::parse("127.0.0.1:40000"),
                                        *policy::Endpoint::parse("[::1]:53"),
                                        *policy::Endpoint::parse("[2001:db8::1:0:0:1]:65535"),
@@ -245,7 +253,7 @@ const char* const kAddresses[] = {"10.0.0.1",
 // other members cycling through their values with `i`.
 AuditRecord record(std::size_t i, const std::string& s, Storage& storage) {
   AuditRecord r;
-  const std::int64_t times[] = {0, 1764607425123, 1764607425999, 1764607426000, 253402300799999};
+  const std::int64_t times[] = {0, 1764607425123, 1764607425999, 1764607426000, kLatestMs};
   r.ts = std::chrono::system_clock::time_point(std::chrono::milliseconds(times[i % 5]));
   r.sandbox = i % 7 == 0 ? std::string_view(s) : std::string_view("sbx1");
   const std::uint64_t counts[] = {0, 1, 7, 1u << 31, std::numeric_limits<std::uint64_t>::max()};
@@ -350,7 +358,7 @@ TEST(AuditRecordLine, IsTheLineJsonWriterWroteForRandomValues) {
 TEST(AuditRecordLine, TimestampIsTheCalendarSecondAndItsMilliseconds) {
   for (std::int64_t ms :
        {std::int64_t{0}, std::int64_t{999}, std::int64_t{1000}, std::int64_t{1764607425123},
-        std::int64_t{1764607425123}, std::int64_t{1764607426001}, std::int64_t{253402300799999}}) {
+        std::int64_t{1764607425123}, std::int64_t{1764607426001}, kLatestMs}) {
     const auto ts = std::chrono::system_clock::time_point(std::chrono::milliseconds(ms));
     std::string expected;
     referenceTimestamp(expected, ts);
@@ -362,6 +370,9 @@ TEST(AuditRecordLine, TimestampIsTheCalendarSecondAndItsMilliseconds) {
   appendTimestamp(out,
                   std::chrono::system_clock::time_point(std::chrono::milliseconds(1764607425123)));
   EXPECT_EQ(out, "2025-12-01T16:43:45.123Z");
+  out.clear();
+  appendTimestamp(out, std::chrono::system_clock::time_point(std::chrono::milliseconds(kLatestMs)));
+  EXPECT_EQ(out, "2262-04-11T23:47:16.854Z");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "proxy/runtime/generation.h"
+#include "proxy/session/context/state_change.h"
 #include "proxy/session/http2/http2_stream.h"
 
 namespace sluice::proxy::session {
@@ -281,7 +282,7 @@ bool Http2ServerCodec::sendPending() {
   if (library_error_ != audit::Error::None && phase_ == Phase::Open) {
     // nghttp2 ended the session itself and its GOAWAY just went out (onFrameSend).
     SPDLOG_DEBUG("[C{}] h2 connection error: {}", host_.facts().id, toString(library_error_));
-    phase_ = Phase::GoingAway;
+    move(Phase::GoingAway);
     fail(library_error_);
     return true;
   }
@@ -304,7 +305,7 @@ void Http2ServerCodec::done(std::string_view why) {
   if (phase_ == Phase::Done) {
     return;
   }
-  phase_ = Phase::Done;
+  move(Phase::Done);
   SPDLOG_DEBUG("[C{}] h2 over: {}", host_.facts().id, why);
   host_.finishConnection();
 }
@@ -478,18 +479,24 @@ void Http2ServerCodec::dropUpstreams() {
   }
 }
 
+void Http2ServerCodec::move(Phase next) {
+  changeState(host_.context(), host_.facts().id, kHttp2ConnectionMachine, phase_, next);
+}
+
 void Http2ServerCodec::finish() {
   goAway(NGHTTP2_NO_ERROR);
   abandon();
   releaseUpstreams();
-  phase_ = Phase::Done;
+  if (phase_ != Phase::Done) {
+    move(Phase::Done);
+  }
 }
 
 void Http2ServerCodec::goAway(std::uint32_t error_code) {
   if (phase_ != Phase::Open || !session_) {
     return;
   }
-  phase_ = Phase::GoingAway;
+  move(Phase::GoingAway);
   nghttp2_submit_goaway(session_.get(), NGHTTP2_FLAG_NONE,
                         nghttp2_session_get_last_proc_stream_id(session_.get()), error_code,
                         nullptr, 0);

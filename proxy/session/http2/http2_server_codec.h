@@ -30,6 +30,7 @@
 #include "proxy/audit/audit_record.h"
 #include "proxy/http/http2_session.h"
 #include "proxy/session/codec/client_codec.h"
+#include "proxy/session/http2/http2_state.h"
 
 namespace sluice::proxy::session {
 
@@ -127,11 +128,8 @@ class Http2ServerCodec final : public ClientCodec {
   http::Http2Session session_;
   std::vector<std::unique_ptr<Http2Stream>> live_;
   std::vector<std::unique_ptr<Http2Stream>> spare_;  // finished, kept for reuse
-  enum class Phase : std::uint8_t {
-    Open,
-    GoingAway,  // GOAWAY queued: no new stream; those in flight finish (NO_ERROR) or are cut
-    Done,       // nghttp2 is over; onCodecDone() was called
-  };
+  using Phase = Http2CodecPhase;  // its table: http2_state.h
+  void move(Phase next);
   Phase phase_ = Phase::Open;
   bool idle_news_ = false;  // a stream ended; reportIdle() has not looked yet
   audit::Error flood_ = audit::Error::None;  // the flood that ends the connection, once one did

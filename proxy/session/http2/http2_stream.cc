@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "proxy/runtime/generation.h"
+#include "proxy/session/context/state_change.h"
 #include "proxy/session/exchange/denial.h"
 #include "proxy/session/exchange/request_target.h"
 #include "proxy/session/http2/http2_server_codec.h"
@@ -39,6 +40,7 @@ void Http2Stream::open(std::int32_t id) {
   request_.reset();
   held_.clear();
   received_ = 0;
+  // A new stream (perhaps a spare reused): each machine starts over, as in a new object.
   request_side_ = RequestSide::HeadPending;
   response_side_ = ResponseSide::NotBegun;
   life_ = Life::Open;
@@ -86,6 +88,18 @@ void Http2Stream::noteAudited() {
   connection_.noteAudited();
 }
 
+void Http2Stream::move(RequestSide next) {
+  changeState(context(), facts().id, kHttp2RequestMachine, request_side_, next);
+}
+
+void Http2Stream::move(ResponseSide next) {
+  changeState(context(), facts().id, kHttp2ResponseMachine, response_side_, next);
+}
+
+void Http2Stream::move(Life next) {
+  changeState(context(), facts().id, kHttp2StreamMachine, life_, next);
+}
+
 void Http2Stream::noteProgress() { last_progress_ms_ = uv_now(context().loop); }
 
 std::uint64_t Http2Stream::deadline(std::uint64_t idle_ms) const {
@@ -111,7 +125,7 @@ bool Http2Stream::onTimeout(std::uint64_t now, std::uint64_t idle_ms) {
 
 void Http2Stream::onHead(bool end_stream) {
   noteProgress();  // a stream begins: its idle_timeout counts from here
-  request_side_ = end_stream ? RequestSide::Ended : RequestSide::Receiving;
+  move(end_stream ? RequestSide::Ended : RequestSide::Receiving);
   const http::Http2RequestBuilder::Outcome outcome = request_.finish(end_stream);
   if (outcome == http::Http2RequestBuilder::Outcome::Malformed) {
     // A stream error, never translated (RFC 9113 §8.1.1); on record like any refused request.
@@ -212,7 +226,7 @@ void Http2Stream::onEndOfRequest() {
   if (request_side_ != RequestSide::Receiving) {
     return;  // (Discarding: answered already, the rest goes nowhere)
   }
-  request_side_ = RequestSide::Ended;
+  move(RequestSide::Ended);
   using Trailers = http::Http2RequestBuilder::Trailers;
   const Trailers trailers = request_.trailersState();
   if ((trailers == Trailers::Malformed || trailers == Trailers::TooLarge) && exchange_.inFlight()) {
@@ -271,7 +285,7 @@ void Http2Stream::deliverHeld() {
     return;
   }
   if (held_.empty() && request_side_ == RequestSide::Ended && takesEnd()) {
-    request_side_ = RequestSide::Delivered;
+    move(RequestSide::Delivered);
     const bool trailers = request_.trailersState() == http::Http2RequestBuilder::Trailers::Ready;
     exchange_.onRequestEnd(trailers ? &request_.trailers() : nullptr);
   }
@@ -294,14 +308,14 @@ void Http2Stream::relayWebSocket() {
     return;
   }
   if (held_.empty() && request_side_ == RequestSide::Ended) {
-    request_side_ = RequestSide::Delivered;
+    move(RequestSide::Delivered);
     exchange_.onClientClosed();
   }
 }
 
 void Http2Stream::requestCutShort() {
   if (request_side_ == RequestSide::Receiving) {
-    request_side_ = RequestSide::Discarding;
+    move(RequestSide::Discarding);
     dropHeld();
   }
 }
@@ -311,7 +325,7 @@ void Http2Stream::onClosed(std::uint32_t error_code) {
     return;  // (ended when the client went; nghttp2 closes it later)
   }
   const bool before_head = request_side_ == RequestSide::HeadPending;
-  life_ = Life::Closed;
+  move(Life::Closed);
   countActive(false);
   dropBody();  // nghttp2 pulls nothing more of it
   if (exchange_.inFlight()) {
@@ -360,7 +374,7 @@ void Http2Stream::resetStream(std::uint32_t error_code) {
   if (life_ != Life::Open) {
     return;
   }
-  life_ = Life::Reset;
+  move(Life::Reset);
   dropHeld();
   nghttp2_submit_rst_stream(session(), NGHTTP2_FLAG_NONE, id_, error_code);
 }
@@ -389,7 +403,7 @@ void Http2Stream::park(std::unique_ptr<UpstreamConnection> connection) {
 void Http2Stream::onExchangeOver(ExchangeState) {
   if (request_side_ == RequestSide::Receiving) {
     // Answered before the body ended: the rest is read and dropped (RFC 9113 §8.1).
-    request_side_ = RequestSide::Discarding;
+    move(RequestSide::Discarding);
     dropHeld();
   }
   codec_.onStreamOver(*this);

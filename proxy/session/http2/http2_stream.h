@@ -31,6 +31,7 @@
 #include "proxy/session/exchange/exchange_host.h"
 #include "proxy/http/http2_fields.h"
 #include "proxy/session/exchange/secret_mask.h"
+#include "proxy/session/http2/http2_state.h"
 
 namespace sluice::proxy::session {
 
@@ -160,24 +161,14 @@ class Http2Stream final : public Downstream, private CodecExchangeHost {
   const SandboxView* view_ = nullptr;  // the sandbox in generation_
   http::Http2RequestBuilder request_;
   Exchange exchange_;
-  // The three sides of a stream, each one small machine (moves only forward).
-  enum class RequestSide : std::uint8_t {
-    HeadPending,  // HEADERS (and CONTINUATION) still coming
-    Receiving,    // DATA may come
-    Ended,        // END_STREAM received; what is held goes first
-    Delivered,    // the exchange has the request's end
-    Discarding,   // the response ended first: the rest of the body is dropped
-  };
-  enum class ResponseSide : std::uint8_t {
-    NotBegun,
-    Streaming,  // a head with a body was submitted: DATA follows from body_
-    Complete,   // the last byte is in body_ (or the head had no body)
-  };
-  enum class Life : std::uint8_t {
-    Open,
-    Reset,   // sluice reset it (a malformed head, a failure mid-response); nghttp2 closes it next
-    Closed,  // nghttp2 closed it
-  };
+  // The three sides of a stream, each one small machine (http2_state.h: moves only forward, as
+  // its table lists).
+  using RequestSide = Http2RequestSide;
+  using ResponseSide = Http2ResponseSide;
+  using Life = Http2StreamLife;
+  void move(RequestSide next);
+  void move(ResponseSide next);
+  void move(Life next);
 
   // Request DATA the exchange did not take yet (bounded by the stream's window).
   std::string held_;

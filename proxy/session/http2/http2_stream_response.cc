@@ -93,7 +93,7 @@ void Http2Stream::submitHead(int status, bool with_body) {
     nghttp2_data_provider provider{};
     provider.source.ptr = this;
     provider.read_callback = readBody;
-    response_side_ = with_body ? ResponseSide::Streaming : ResponseSide::Complete;
+    move(with_body ? ResponseSide::Streaming : ResponseSide::Complete);
     rv = nghttp2_submit_response(session(), id_, nva.data(), nva.size(),
                                  with_body ? &provider : nullptr);
   }
@@ -197,7 +197,9 @@ void Http2Stream::endResponse(const http::HeaderBlock* trailers) {
       trailers_.addChecked(trailers->name(i), trailers->value(i));
     }
   }
-  response_side_ = ResponseSide::Complete;
+  if (response_side_ != ResponseSide::Complete) {  // (a head without a body is complete already)
+    move(ResponseSide::Complete);
+  }
   nghttp2_session_resume_data(session(), id_);
 }
 
@@ -271,7 +273,7 @@ int Http2Stream::sendDenial(policy::Reason reason, std::string_view detail) {
   dropBody();
   bufferBody(body);
   submitHead(status, true);
-  response_side_ = ResponseSide::Complete;
+  move(ResponseSide::Complete);
   return info.http_status;
 }
 

@@ -1,6 +1,7 @@
 // The drawings of the session's state machines in ARCHITECTURE.md are the tables the code obeys
-// (connection_state.h, exchange_state.h, connector_state.h), drawn again here and compared line
-// by line: a move added to a table without its drawing (or drawn and not in the table) fails.
+// (connection_state.h, exchange_state.h, connector_state.h, http2/http2_state.h), drawn again
+// here and compared line by line: a move added to a table without its drawing (or drawn and not
+// in the table) fails.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -12,6 +13,7 @@
 #include "proxy/session/connection_state.h"
 #include "proxy/session/exchange/connector_state.h"
 #include "proxy/session/exchange/exchange_state.h"
+#include "proxy/session/http2/http2_state.h"
 
 namespace sluice::proxy::session {
 namespace {
@@ -103,6 +105,13 @@ TEST(StateDiagram, ExchangeMachineIsDrawnAsItsTable) { expectDrawn(kExchangeMach
 
 TEST(StateDiagram, ConnectorMachineIsDrawnAsItsTable) { expectDrawn(kConnectorMachine); }
 
+TEST(StateDiagram, Http2MachinesAreDrawnAsTheirTables) {
+  expectDrawn(kHttp2ConnectionMachine);
+  expectDrawn(kHttp2RequestMachine);
+  expectDrawn(kHttp2ResponseMachine);
+  expectDrawn(kHttp2StreamMachine);
+}
+
 // The comparison can fail: a table with one move more than the drawing (the move Closing ->
 // Serving, which no code makes) is not what ARCHITECTURE.md draws.
 TEST(StateDiagram, AMoveAddedToATableAloneIsCaught) {
@@ -147,6 +156,13 @@ TEST(StateDiagram, EveryStateIsReachedAndLeft) {
                   {ExchangeState::Denied, ExchangeState::Failed});
   expectConnected(kConnectorMachine, {ConnectorState::Idle},
                   std::initializer_list<ConnectorState>{});
+  expectConnected(kHttp2ConnectionMachine, {Http2CodecPhase::Open}, {Http2CodecPhase::Done});
+  // (a stream closed before its head was whole never leaves HeadPending)
+  expectConnected(kHttp2RequestMachine, {Http2RequestSide::HeadPending},
+                  {Http2RequestSide::Delivered, Http2RequestSide::Discarding});
+  expectConnected(kHttp2ResponseMachine, {Http2ResponseSide::NotBegun},
+                  {Http2ResponseSide::Complete});
+  expectConnected(kHttp2StreamMachine, {Http2StreamLife::Open}, {Http2StreamLife::Closed});
 }
 
 TEST(StateTable, AllowsExactlyTheListedMoves) {

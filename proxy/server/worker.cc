@@ -93,7 +93,7 @@ Result<Ok, std::string> Worker::start(std::shared_ptr<const Generation> generati
   context_->state = &state_;
   context_->resolver = resolver_.get();
   context_->pool = pool_.get();
-  h2_upstreams_ = std::make_unique<session::Http2UpstreamSessions>(&loop_, *pool_);
+  h2_upstreams_ = std::make_unique<session::Http2UpstreamSessions>(*context_, *pool_);
   context_->h2_upstreams = h2_upstreams_.get();
   context_->finished = [this](session::ClientConnection* s) { sessionFinished(s); };
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/session/context/state_change.h"
 #include "proxy/session/upstream/http2_upstream_stream.h"
 
 namespace sluice::proxy::session {
@@ -67,7 +68,7 @@ struct Http2UpstreamSession::Callbacks {
     if (frame->hd.type == NGHTTP2_GOAWAY) {
       // No new stream; those above last_stream_id nghttp2 closes as refused (REFUSED_STREAM).
       if (session.phase_ == Phase::Open) {
-        session.phase_ = Phase::GoingAway;
+        session.move(Phase::GoingAway);
       }
       return 0;
     }
@@ -376,9 +377,15 @@ void Http2UpstreamSession::reportDrained() {
   }
 }
 
+// A session serves the streams of many client connections: its moves are logged as no one's
+// (connection 0).
+void Http2UpstreamSession::move(Phase next) {
+  changeState(owner_.context(), 0, kOriginSessionMachine, phase_, next);
+}
+
 void Http2UpstreamSession::retireWhenIdle() {
   if (phase_ == Phase::Open) {
-    phase_ = Phase::GoingAway;  // no new stream; those in flight finish (as after a GOAWAY)
+    move(Phase::GoingAway);  // no new stream; those in flight finish (as after a GOAWAY)
   }
   maybeRetire();
 }
@@ -411,7 +418,7 @@ void Http2UpstreamSession::end(std::string_view why) {
       return;  // the write failed, and ended it
     }
   }
-  phase_ = Phase::Ended;
+  move(Phase::Ended);
   std::string reason(why);  // (may point into the connection)
   // Every stream hears it once, corked on its own client; each lets the session go.
   std::vector<Http2UpstreamStream*> streams;
@@ -434,8 +441,8 @@ void Http2UpstreamSession::end(std::string_view why) {
 // ---------------------------------------------------------------------------------------------
 // The registry.
 
-Http2UpstreamSessions::Http2UpstreamSessions(uv_loop_t* loop, UpstreamPool& pool)
-    : loop_(loop), pool_(pool), ended_(loop) {}
+Http2UpstreamSessions::Http2UpstreamSessions(WorkerContext& context, UpstreamPool& pool)
+    : context_(context), pool_(pool), ended_(context.loop) {}
 
 Http2UpstreamSessions::~Http2UpstreamSessions() = default;
 

@@ -46,7 +46,9 @@
 #include "proxy/io/tcp_stream.h"
 #include "proxy/io/timer.h"
 #include "proxy/session/context/connection_budget.h"
+#include "proxy/session/context/worker_context.h"
 #include "proxy/session/pool/upstream_pool.h"
+#include "proxy/session/upstream/http2_upstream_state.h"
 
 namespace sluice::proxy::session {
 
@@ -120,7 +122,8 @@ class Http2UpstreamSession final : private io::TcpStream::Handler, private HeldI
 
  private:
   struct Callbacks;
-  enum class Phase : std::uint8_t { Open, GoingAway, Ended };
+  using Phase = OriginSessionPhase;  // its table: http2_upstream_state.h
+  void move(Phase next);
 
   void onRead(io::TcpStream& stream, std::span<const char> data) override;
   void onEof(io::TcpStream& stream) override;
@@ -183,7 +186,7 @@ class DialWaiter {
 // is over (a session to share, or none: then each dials its own).
 class Http2UpstreamSessions {
  public:
-  Http2UpstreamSessions(uv_loop_t* loop, UpstreamPool& pool);
+  Http2UpstreamSessions(WorkerContext& context, UpstreamPool& pool);
   ~Http2UpstreamSessions();
   Http2UpstreamSessions(const Http2UpstreamSessions&) = delete;
   Http2UpstreamSessions& operator=(const Http2UpstreamSessions&) = delete;
@@ -215,7 +218,8 @@ class Http2UpstreamSessions {
   void close(std::function<void()> done);
   std::size_t size() const { return sessions_.size(); }
 
-  uv_loop_t* loop() const { return loop_; }
+  uv_loop_t* loop() const { return context_.loop; }
+  WorkerContext& context() const { return context_; }
   UpstreamPool& pool() { return pool_; }
 
  private:
@@ -223,7 +227,7 @@ class Http2UpstreamSessions {
   // The session ended: out of the registry, freed on the loop's next turn.
   void retire(Http2UpstreamSession* session);
 
-  uv_loop_t* loop_;
+  WorkerContext& context_;
   UpstreamPool& pool_;
   std::multimap<UpstreamKey, std::unique_ptr<Http2UpstreamSession>> sessions_;
   struct Dials {

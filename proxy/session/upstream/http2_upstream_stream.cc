@@ -10,6 +10,7 @@
 #include "proxy/http/field_rules.h"
 #include "proxy/http/head_writer.h"
 #include "proxy/runtime/generation.h"
+#include "proxy/session/context/state_change.h"
 #include "proxy/session/upstream/http2_upstream_session.h"
 
 namespace sluice::proxy::session {
@@ -73,8 +74,7 @@ void Http2UpstreamStream::attachTo(Http2UpstreamSession& session, std::string_vi
   head_request_ = method == "HEAD";
   secret_ = false;
   body_ = false;
-  request_ended_ = false;
-  request_sent_ = false;
+  request_ = Request::Head;  // a new exchange: both machines start over
   request_backed_up_ = false;
   reading_ = true;
   wants_flush_ = false;
@@ -84,6 +84,14 @@ void Http2UpstreamStream::attachTo(Http2UpstreamSession& session, std::string_vi
   out_.clear();
   out_offset_ = 0;
   trailers_.clear();
+}
+
+void Http2UpstreamStream::move(Request next) {
+  changeState(host_.context(), host_.facts().id, kOriginRequestMachine, request_, next);
+}
+
+void Http2UpstreamStream::move(Response next) {
+  changeState(host_.context(), host_.facts().id, kOriginResponseMachine, response_, next);
 }
 
 // --- the request
@@ -96,8 +104,7 @@ void Http2UpstreamStream::sendHead(const http::RequestHead& head, std::string_vi
   }
   secret_ = !inject.empty();
   body_ = head.framing != http::BodyFraming::None;
-  request_ended_ = !body_;
-  request_sent_ = !body_;  // (a bodiless request's HEADERS end the stream)
+  move(body_ ? Request::Body : Request::Sent);  // (a bodiless request's HEADERS end the stream)
   fields_.clear();
   fields_.reserve(kHeadReserve);
   fields_.add(":method", head.method);
@@ -144,10 +151,10 @@ void Http2UpstreamStream::sendBody(std::span<const char> data) {
 
 void Http2UpstreamStream::sendEnd(const http::HeaderBlock* trailers,
                                   std::span<const http::HeaderField> inject) {
-  if (session_ == nullptr || request_ended_) {
-    return;
+  if (session_ == nullptr || request_ != Request::Body) {
+    return;  // (ended already, or bodiless)
   }
-  request_ended_ = true;
+  move(Request::Ending);
   trailers_.clear();
   if (trailers != nullptr && body_) {
     CheckedFields adder(trailers_);
@@ -182,9 +189,11 @@ long Http2UpstreamStream::readRequest(std::uint8_t* buf, std::size_t length, boo
   if (out_offset_ == out_.size()) {
     out_.clear();
     out_offset_ = 0;
-    if (request_ended_) {
+    if (request_ == Request::Ending || request_ == Request::Sent) {
       eof = true;
-      request_sent_ = true;
+      if (request_ == Request::Ending) {
+        move(Request::Sent);
+      }
       return static_cast<long>(n);
     }
     if (n == 0) {
@@ -270,7 +279,7 @@ void Http2UpstreamStream::onHeadersEnd(bool end_stream) {
       events_.onInterimHead(response_head_.head());  // (no 101 in HTTP/2: nghttp2 refuses it)
       return;
     case http::Http2ResponseBuilder::Block::Final:
-      response_ = Response::Body;
+      move(Response::Body);
       if (session_ != nullptr) {
         session_->rememberTlsSession();
       }
@@ -321,7 +330,7 @@ void Http2UpstreamStream::onEndStream() {
   if (response_ != Response::Body) {
     return;
   }
-  response_ = Response::Complete;
+  move(Response::Complete);
   events_.onResponseComplete(false);
 }
 
@@ -352,7 +361,7 @@ void Http2UpstreamStream::onSessionEnded(std::string_view why) {
 }
 
 void Http2UpstreamStream::fail(std::string_view why) {
-  response_ = Response::Failed;
+  move(Response::Failed);
   events_.onUpstreamFailed(policy::Reason::UpstreamConnect, why);
 }
 
@@ -366,7 +375,7 @@ void Http2UpstreamStream::detach() {
   // A stream whose both sides ended closes on its own; any other is reset: nobody reads its
   // answer, or nghttp2 has not sent the end of its request (bytes still wait for the origin's
   // window: once the exchange is over, nothing may pull them).
-  session->forget(id_, !(response_ == Response::Complete && request_sent_));
+  session->forget(id_, !(response_ == Response::Complete && request_ == Request::Sent));
 }
 
 void Http2UpstreamStream::letGo() {

@@ -21,6 +21,7 @@
 #include "proxy/http/http2_response.h"
 #include "proxy/session/context/client_side.h"
 #include "proxy/http/http2_fields.h"
+#include "proxy/session/upstream/http2_upstream_state.h"
 #include "proxy/session/upstream/upstream_channel.h"
 
 namespace sluice::proxy::session {
@@ -91,12 +92,11 @@ class Http2UpstreamStream final : public UpstreamChannel {
   void onHeadersSent();
 
  private:
-  enum class Response : std::uint8_t {
-    AwaitingHead,  // nothing, or 1xx heads only
-    Body,          // the final head came: DATA (and perhaps trailers) may follow
-    Complete,      // END_STREAM
-    Failed,        // reset, malformed, or its session ended
-  };
+  // Its two machines (http2_upstream_state.h), each moving only as its table lists.
+  using Request = OriginRequest;
+  using Response = OriginResponse;
+  void move(Request next);
+  void move(Response next);
   void fail(std::string_view why);
   // What was submitted is written now, or with the callback's other writes when corked.
   void wantFlush();
@@ -114,8 +114,7 @@ class Http2UpstreamStream final : public UpstreamChannel {
   bool head_request_ = false;  // the request is a HEAD: its answer has no body
   bool secret_ = false;        // the head carries an injected secret: its bytes are wiped
   bool body_ = false;          // the request has a body (DATA follows its HEADERS)
-  bool request_ended_ = false;  // the exchange sent the request's end (sendEnd)
-  bool request_sent_ = false;   // nghttp2 took the request's end (END_STREAM went or is queued)
+  Request request_ = Request::Head;
   // backedUp() said yes: the session tells it when the writes drained.
   mutable bool request_backed_up_ = false;
   bool reading_ = true;

@@ -1,7 +1,7 @@
 // The drawings of the session's state machines in ARCHITECTURE.md are the tables the code obeys
-// (connection_state.h, exchange_state.h, connector_state.h, http2/http2_state.h), drawn again
-// here and compared line by line: a move added to a table without its drawing (or drawn and not
-// in the table) fails.
+// (connection_state.h, exchange_state.h, connector_state.h, http2/http2_state.h,
+// upstream/http2_upstream_state.h), drawn again here and compared line by line: a move added to
+// a table without its drawing (or drawn and not in the table) fails.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -14,6 +14,7 @@
 #include "proxy/session/exchange/connector_state.h"
 #include "proxy/session/exchange/exchange_state.h"
 #include "proxy/session/http2/http2_state.h"
+#include "proxy/session/upstream/http2_upstream_state.h"
 
 namespace sluice::proxy::session {
 namespace {
@@ -112,6 +113,12 @@ TEST(StateDiagram, Http2MachinesAreDrawnAsTheirTables) {
   expectDrawn(kHttp2StreamMachine);
 }
 
+TEST(StateDiagram, OriginMachinesAreDrawnAsTheirTables) {
+  expectDrawn(kOriginSessionMachine);
+  expectDrawn(kOriginRequestMachine);
+  expectDrawn(kOriginResponseMachine);
+}
+
 // The comparison can fail: a table with one move more than the drawing (the move Closing ->
 // Serving, which no code makes) is not what ARCHITECTURE.md draws.
 TEST(StateDiagram, AMoveAddedToATableAloneIsCaught) {
@@ -163,6 +170,10 @@ TEST(StateDiagram, EveryStateIsReachedAndLeft) {
   expectConnected(kHttp2ResponseMachine, {Http2ResponseSide::NotBegun},
                   {Http2ResponseSide::Complete});
   expectConnected(kHttp2StreamMachine, {Http2StreamLife::Open}, {Http2StreamLife::Closed});
+  expectConnected(kOriginSessionMachine, {OriginSessionPhase::Open}, {OriginSessionPhase::Ended});
+  expectConnected(kOriginRequestMachine, {OriginRequest::Head}, {OriginRequest::Sent});
+  expectConnected(kOriginResponseMachine, {OriginResponse::AwaitingHead},
+                  {OriginResponse::Complete, OriginResponse::Failed});
 }
 
 TEST(StateTable, AllowsExactlyTheListedMoves) {

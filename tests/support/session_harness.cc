@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 
 #include "policy/config_loader.h"
 #include "proxy/session/client_connection.h"
@@ -35,6 +36,9 @@ const char* handleType(uv_handle_t* handle) { return uv_handle_type_name(handle-
 }  // namespace
 
 SessionBed::SessionBed() {
+  // As the server does (proxy/server/server.cc): a peer that closed mid-write is an error value
+  // for the session, not the death of the test binary.
+  std::signal(SIGPIPE, SIG_IGN);
   // The sessions' transitions are counted (and with SLUICE_TEST_LOG=debug, their [C42] lines
   // printed).
   installTransitionLog();

@@ -43,6 +43,9 @@ def check_shape(rec, hash_bodies=True, client_re=None):
     assert rec["mode"] in ("connect", "transparent", "forward"), rec
     assert rec["decision"] in ("allow", "deny", "report"), rec
     assert rec["reason"] is None or rec["reason"] in REASONS, rec
+    # An allow has no reason, but an upstream that failed once the answer began
+    # (docs/audit.md#the-fields: `reason`).
+    assert rec["decision"] != "allow" or rec["reason"] in (None, "upstream_connect"), rec
     assert (client_re or _CLIENT).match(rec["client"]), rec
     assert isinstance(rec["addrs"], list) or rec["addrs"] is None, rec
     assert rec["status"] is None or isinstance(rec["status"], int), rec

@@ -73,6 +73,9 @@ struct SandboxLimits {
   // (a resolver that answers without limit is a channel, even one that never
   // forwards, and a flood of it would keep worker 0 from its connections).
   std::optional<std::uint64_t> dns_queries_per_second;
+  // HTTP/2 streams in flight on one of its connections (1..100; its SETTINGS_MAX_CONCURRENT_
+  // STREAMS). Unset: sluice's own bound, Http2ServerCodec::kMaxConcurrentStreams (100).
+  std::optional<std::uint64_t> max_streams;
 
   bool operator==(const SandboxLimits&) const = default;
 };

@@ -131,7 +131,7 @@ void readSandbox(YamlWalker& walker, const YamlValue& value, LoadState& state) {
 void readSandboxLimits(YamlWalker& walker, const YamlValue& value, WrittenLimits& out) {
   MapReader map(walker, value,
                 {"max_connections", "requests_per_second", "request_burst",
-                 "dns_queries_per_second"});
+                 "dns_queries_per_second", "max_streams"});
   // Each a plain decimal count; 0 would be a sandbox that can do nothing at all, more likely a
   // mistake for "unlimited" (which is leaving the key out).
   auto readCount = [&](std::string_view key, std::optional<std::uint64_t>& field,
@@ -154,6 +154,9 @@ void readSandboxLimits(YamlWalker& walker, const YamlValue& value, WrittenLimits
   readCount("requests_per_second", out.values.requests_per_second, 1000000000);
   readCount("request_burst", out.values.request_burst, kNoMax);
   readCount("dns_queries_per_second", out.values.dns_queries_per_second, 1000000000);
+  // The budget of an HTTP/2 connection (windows, upstreams) is made for at most 100 streams:
+  // docs/wire.md#http2.
+  readCount("max_streams", out.values.max_streams, 100);
   const MapEntry* burst = map.find("request_burst");
   if (burst != nullptr && out.values.request_burst) {
     const std::string path =
@@ -179,6 +182,7 @@ void resolveSandboxLimits(LoadState& state) {
     effective.request_burst = o.request_burst ? o.request_burst : d.request_burst;
     effective.dns_queries_per_second =
         o.dns_queries_per_second ? o.dns_queries_per_second : d.dns_queries_per_second;
+    effective.max_streams = o.max_streams ? o.max_streams : d.max_streams;
     if (effective.requests_per_second) {
       if (!effective.request_burst) {
         // A second's worth at once: a client that sends each second's requests together, not

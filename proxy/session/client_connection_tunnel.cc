@@ -122,7 +122,12 @@ bool ClientConnection::useCodec(audit::Proto protocol) {
   const std::size_t max_header_bytes = config().limits.max_header_bytes;
   std::unique_ptr<ClientCodec> made;
   if (protocol == audit::Proto::H2) {
-    auto h2 = std::make_unique<Http2ServerCodec>(static_cast<CodecHost&>(*this), max_header_bytes);
+    // The sandbox's limits.max_streams, for the connection's life (a reload that changes it
+    // applies to its new connections: SETTINGS are promised once).
+    const std::uint32_t max_streams = static_cast<std::uint32_t>(
+        sandbox().limits.max_streams.value_or(Http2ServerCodec::kMaxConcurrentStreams));
+    auto h2 = std::make_unique<Http2ServerCodec>(static_cast<CodecHost&>(*this), max_header_bytes,
+                                                 max_streams);
     if (!h2->start()) {
       close("cannot start an HTTP/2 session");
       return false;

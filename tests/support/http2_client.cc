@@ -214,6 +214,8 @@ void Http2Client::windowUpdate(std::int32_t id, std::uint32_t increment) {
   write(frame(kWindowUpdate, 0, id, payload));
 }
 
+void Http2Client::acknowledgeSettings() { write(frame(kSettings, kAck, 0, "")); }
+
 void Http2Client::write(std::string_view frames) {
   if (peer_ != nullptr && !peer_->closed()) {
     peer_->write(frames);
@@ -341,7 +343,9 @@ void Http2Client::onFrame(std::uint8_t type, std::uint8_t flags, std::int32_t id
         settings_[setting_id] = getUint32(payload.substr(i + 2));
       }
       settings_received_ = true;
-      write(frame(kSettings, kAck, 0, ""));
+      if (options_.acknowledge_settings) {
+        acknowledgeSettings();
+      }
       return;
     case kPing:
       if ((flags & kAck) != 0) {

@@ -44,6 +44,9 @@ struct Http2ClientOptions {
   bool return_windows = true;
   // The SETTINGS of the client's preface.
   std::vector<nghttp2_settings_entry> settings;
+  // sluice's SETTINGS acknowledged as they come; false: only by acknowledgeSettings(), so a
+  // test can act in the window before they are in force (RFC 9113 section 6.5.3).
+  bool acknowledge_settings = true;
 };
 
 class Http2Client {
@@ -105,6 +108,8 @@ class Http2Client {
   void ping(std::uint64_t opaque = 0);
   void rstStream(std::int32_t id, std::uint32_t error_code);
   void windowUpdate(std::int32_t id, std::uint32_t increment);
+  // The SETTINGS acknowledgement (Options::acknowledge_settings false).
+  void acknowledgeSettings();
   // A PING every `every` from a timer on the bed's loop, until the connection ends.
   void pingEvery(std::chrono::milliseconds every);
   std::size_t pingsSent() const { return pings_sent_; }

@@ -181,17 +181,22 @@ struct Http2ServerCodec::Callbacks {
   }
 };
 
-Http2ServerCodec::Http2ServerCodec(CodecHost& host, std::size_t max_header_bytes)
-    : host_(host), max_header_bytes_(max_header_bytes) {}
+Http2ServerCodec::Http2ServerCodec(CodecHost& host, std::size_t max_header_bytes,
+                                   std::uint32_t max_streams)
+    : host_(host),
+      max_header_bytes_(max_header_bytes),
+      max_streams_(std::min(max_streams, kMaxConcurrentStreams)) {}
 
 Http2ServerCodec::~Http2ServerCodec() = default;
 
 http::Http2Session Http2ServerCodec::newServerSession(const http::Http2Callbacks& callbacks,
                                                       void* user_data,
-                                                      std::size_t max_header_bytes) {
+                                                      std::size_t max_header_bytes,
+                                                      std::uint32_t max_streams) {
   return http::Http2Session::make(
       http::Http2Session::Role::Server, callbacks, user_data,
-      {kMaxConcurrentStreams, kStreamWindow, kConnectionWindow, max_header_bytes});
+      {std::min(max_streams, kMaxConcurrentStreams), kStreamWindow, kConnectionWindow,
+       max_header_bytes});
 }
 
 bool Http2ServerCodec::start() {
@@ -202,7 +207,7 @@ bool Http2ServerCodec::start() {
   callbacks.on_data_chunk_recv = Callbacks::onDataChunk;
   callbacks.on_stream_close = Callbacks::onStreamClose;
   callbacks.on_frame_send = Callbacks::onFrameSend;
-  session_ = newServerSession(callbacks, this, max_header_bytes_);
+  session_ = newServerSession(callbacks, this, max_header_bytes_, max_streams_);
   return static_cast<bool>(session_);
 }
 

@@ -6,7 +6,7 @@
 // (docs/wire.md#http2).
 //
 // What the connection promises the sandbox (SETTINGS): at most kMaxConcurrentStreams streams at
-// once, a header list of at most max_header_bytes, no server push, a stream window of
+// once (or the sandbox's limits.max_streams), a header list of at most max_header_bytes, no server push, a stream window of
 // kStreamWindow whose bytes are given back only as the upstream takes them (so memory per
 // stream is bounded), and extended CONNECT (RFC 8441, WebSocket). Floods end the connection with
 // GOAWAY ENHANCE_YOUR_CALM: those nghttp2 counts (acknowledgements queued for a client that does
@@ -38,12 +38,15 @@ class Http2Stream;
 
 class Http2ServerCodec final : public ClientCodec {
  public:
+  // At most; a sandbox's limits.max_streams may say fewer (docs/configuration.md).
   static constexpr std::uint32_t kMaxConcurrentStreams = 100;
   static constexpr std::int32_t kStreamWindow = 64 * 1024;
   // The connection's window: what all streams together may hold unconsumed.
   static constexpr std::int32_t kConnectionWindow = 1024 * 1024;
 
-  Http2ServerCodec(CodecHost& host, std::size_t max_header_bytes);
+  // `max_streams`: SETTINGS_MAX_CONCURRENT_STREAMS, at most kMaxConcurrentStreams.
+  Http2ServerCodec(CodecHost& host, std::size_t max_header_bytes,
+                   std::uint32_t max_streams = kMaxConcurrentStreams);
   ~Http2ServerCodec() override;
   Http2ServerCodec(const Http2ServerCodec&) = delete;
   Http2ServerCodec& operator=(const Http2ServerCodec&) = delete;
@@ -53,7 +56,8 @@ class Http2ServerCodec final : public ClientCodec {
   // An nghttp2 server session as sluice runs it (the SETTINGS above), for the codec and for the
   // fuzz target that feeds it hostile frames. Empty on failure.
   static http::Http2Session newServerSession(const http::Http2Callbacks& callbacks,
-                                             void* user_data, std::size_t max_header_bytes);
+                                             void* user_data, std::size_t max_header_bytes,
+                                             std::uint32_t max_streams = kMaxConcurrentStreams);
   // GOAWAY: `error_code` NO_ERROR lets the streams in flight finish (draining, a reload);
   // otherwise ENHANCE_YOUR_CALM or PROTOCOL_ERROR ends them.
   void goAway(std::uint32_t error_code);
@@ -125,6 +129,7 @@ class Http2ServerCodec final : public ClientCodec {
 
   CodecHost& host_;
   std::size_t max_header_bytes_;
+  std::uint32_t max_streams_;
   http::Http2Session session_;
   std::vector<std::unique_ptr<Http2Stream>> live_;
   std::vector<std::unique_ptr<Http2Stream>> spare_;  // finished, kept for reuse

@@ -1805,12 +1805,12 @@ TEST(SandboxLimits, Errors) {
        kMinimal + "limits:\n  per_sandbox:\n    max_conns: 1\n",
        {"test.yaml:12:5: limits.per_sandbox: unknown key 'max_conns' (expected one of: "
         "max_connections, requests_per_second, request_burst, "
-        "dns_queries_per_second)"}},
+        "dns_queries_per_second, max_streams)"}},
       {"unknown key in a sandbox",
        twoSandboxes("", "      burst: 1\n", ""),
        {"test.yaml:7:7: sandboxes[0].limits: unknown key 'burst' (expected one of: "
         "max_connections, requests_per_second, request_burst, "
-        "dns_queries_per_second)"}},
+        "dns_queries_per_second, max_streams)"}},
       {"zero, everywhere",
        twoSandboxes("limits:\n  per_sandbox:\n    max_connections: 0\n",
                     "      requests_per_second: 0\n      request_burst: 0\n", ""),
@@ -1871,6 +1871,25 @@ TEST(SandboxLimits, DnsQueryRate) {
                           "at least 1 (leave the key out for no limit)"));
 }
 
+// max_streams: a sandbox's HTTP/2 streams per connection (its SETTINGS_MAX_CONCURRENT_STREAMS),
+// 1 to 100; left out in both, sluice's own 100.
+TEST(SandboxLimits, MaxStreams) {
+  auto config = load(twoSandboxes("limits:\n  per_sandbox:\n    max_streams: 20\n",
+                                  "      max_streams: 1\n", ""));
+  ASSERT_NE(config, nullptr);
+  EXPECT_EQ(config->limits.per_sandbox.max_streams, 20u);
+  EXPECT_EQ(config->sandboxes[0].limits.max_streams, 1u);
+  EXPECT_EQ(config->sandboxes[1].limits.max_streams, 20u);
+  auto unset = load(twoSandboxes("", "      max_streams: 100\n", ""));
+  ASSERT_NE(unset, nullptr);
+  EXPECT_EQ(unset->sandboxes[0].limits.max_streams, 100u);
+  EXPECT_EQ(unset->sandboxes[1].limits.max_streams, std::nullopt);
+  EXPECT_THAT(errorsOf(twoSandboxes("", "      max_streams: 0\n", "      max_streams: 101\n")),
+              ElementsAre("test.yaml:7:20: sandboxes[0].limits.max_streams: must be at least 1 "
+                          "(leave the key out for no limit)",
+                          "test.yaml:12:20: sandboxes[1].limits.max_streams: must be at most 100"));
+}
+
 TEST(SandboxLimits, ErrorsInASandboxesDirFile) {
   const auto errors =
       errorsOf(kWithDir + "limits:\n  per_sandbox:\n    max_connections: 3\n",
@@ -1889,7 +1908,7 @@ TEST(SandboxLimits, ErrorsInASandboxesDirFile) {
                           "key out for no limit)",
                           "sb/b.yaml:6:3: limits: unknown key 'rate' (expected one of: "
                           "max_connections, requests_per_second, request_burst, "
-                          "dns_queries_per_second)",
+                          "dns_queries_per_second, max_streams)",
                           "sb/c.yaml:4:9: limits: expected a map, got a list"));
 }
 

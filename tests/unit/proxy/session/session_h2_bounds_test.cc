@@ -6,7 +6,7 @@
 // cannot be written a connection keeps one refusal, says GOAWAY and has its later streams
 // refused unprocessed; and 100 streams of a large answer whose client never returns a window use
 // at most ConnectionBudget::kUpstreams upstream connections at once and get no byte past the
-// client's windows.
+// client's windows; a sandbox's limits.max_streams is what its connections promise and hold.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -268,6 +268,81 @@ TEST_F(SessionH2Test, HundredStreamsThatNeverReturnAWindowUseAtMostSixteenUpstre
   EXPECT_TRUE(bed_.runUntil([&] { return metrics.h2_client_streams_active.load() == 0; }))
       << metrics.h2_client_streams_active.load() << " streams still counted";
   EXPECT_EQ(recordsWith(bed_.auditLines(), {{"method", "GET"}, {"proto", "h2"}}).size(), kStreams);
+}
+
+// limits.max_streams (docs/configuration.md): the sandbox's connections promise that many
+// streams in SETTINGS, and a stream past it is refused (REFUSED_STREAM: the client may retry it
+// once one ends), never decided or forwarded, while those in flight go on.
+// limits.max_streams is the connection's SETTINGS_MAX_CONCURRENT_STREAMS: streams in flight, not
+// streams in all (one that ended frees its place). A client that opens one more after it
+// acknowledged the SETTINGS broke a promise it made: the connection ends, GOAWAY PROTOCOL_ERROR
+// naming the last stream taken (RFC 9113 section 5.1.2), and the stream past it never reaches an
+// origin (docs/wire.md#http2).
+TEST_F(SessionH2Test, AStreamPastTheSandboxsMaxStreamsEndsTheConnectionUnprocessed) {
+  BedConfig config;
+  config.sandbox_limits = "{max_streams: 2}";
+  configure(config);
+  Http2Client* client = openClient();
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->setting(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS), 2u);
+  const auto holdNext = [&](std::string_view path, std::int32_t* id) {
+    *id = client->request("GET", path);
+    held_ = nullptr;
+    return awaitHeld();
+  };
+  std::int32_t first = 0, second = 0, third = 0;
+  ASSERT_TRUE(holdNext("/held-one", &first));
+  LoopPeer* first_origin = held();
+  ASSERT_TRUE(holdNext("/held-two", &second));
+  first_origin->write(okResponse("one"));
+  ASSERT_TRUE(client->awaitStream(first)) << client->describe();
+  EXPECT_EQ(client->stream(first).body, "one");
+  // One place is free again: a third stream is taken while the second is still in flight.
+  ASSERT_TRUE(holdNext("/held-three", &third));
+  EXPECT_FALSE(client->goAway());
+  const std::int32_t fourth = client->request("GET", "/held-four");
+  ASSERT_TRUE(client->awaitGoAway()) << client->describe();
+  EXPECT_EQ(client->goAway()->error_code, NGHTTP2_PROTOCOL_ERROR);
+  EXPECT_EQ(client->goAway()->last_stream_id, third);
+  EXPECT_FALSE(client->stream(fourth).ended);
+  ASSERT_TRUE(client->awaitEnd()) << client->describe();
+  std::vector<std::string> targets;
+  for (const auto& request : bed_.tlsOrigin().requests()) {
+    targets.push_back(request.message.target);
+  }
+  EXPECT_EQ(targets, (std::vector<std::string>{"/held-one", "/held-two", "/held-three"}));
+}
+
+// Before the client acknowledged the SETTINGS, it may not know the bound yet (its first flight
+// can cross sluice's SETTINGS): a stream past it is refused unprocessed, REFUSED_STREAM, which a
+// client may retry, and the connection goes on (docs/wire.md#http2).
+TEST_F(SessionH2Test, AStreamPastMaxStreamsBeforeTheSettingsAreAcknowledgedIsRefusedUnprocessed) {
+  BedConfig config;
+  config.sandbox_limits = "{max_streams: 1}";
+  configure(config);
+  Http2Client::Options options;
+  options.acknowledge_settings = false;
+  Http2Client* client = openClient(std::move(options));
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->setting(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS), 1u);
+  const std::int32_t first = client->request("GET", "/held-one");
+  const std::int32_t second = client->request("GET", "/two");
+  ASSERT_TRUE(client->awaitStream(second)) << client->describe();
+  EXPECT_EQ(client->stream(second).reset, NGHTTP2_REFUSED_STREAM);
+  ASSERT_TRUE(awaitHeld());
+  held()->write(okResponse("one"));
+  ASSERT_TRUE(client->awaitStream(first)) << client->describe();
+  EXPECT_EQ(client->stream(first).body, "one");
+  client->acknowledgeSettings();
+  const std::int32_t third = client->request("GET", "/three");
+  ASSERT_TRUE(client->awaitStream(third)) << client->describe();
+  EXPECT_EQ(client->stream(third).status, 200);
+  EXPECT_FALSE(client->goAway());
+  std::vector<std::string> targets;
+  for (const auto& request : bed_.tlsOrigin().requests()) {
+    targets.push_back(request.message.target);
+  }
+  EXPECT_EQ(targets, (std::vector<std::string>{"/held-one", "/three"}));
 }
 
 }  // namespace

@@ -138,6 +138,12 @@ const char* RequestParser::completeHead() {
           h.websocket_upgrade || ascii::listContains(h.headers.value(i), "websocket");
     }
   }
+  if (h.websocket_upgrade && h.framing == BodyFraming::ContentLength && h.content_length == 0) {
+    // A Content-Length of 0 is no content (RFC 9110 section 8.6): JDK's WebSocket client sends
+    // it on its opening GET. Framed as none, like llhttp reads it, so the upgrade is not taken
+    // for one with a body and its head goes on without the field (docs/wire.md#websocket).
+    h.framing = BodyFraming::None;
+  }
   return checkTarget();
 }
 

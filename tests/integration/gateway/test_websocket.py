@@ -4,7 +4,10 @@ own address) and as the client, through a CONNECT tunnel whose TLS sluice termin
 rule answers 403 upgrade_not_allowed before the origin hears of it; every session is one record
 (status 101, upgrade websocket, the bytes relayed each way)."""
 import asyncio
+import os
+import shutil
 import ssl
+import subprocess
 import time
 
 import pytest
@@ -203,3 +206,66 @@ def test_request_pipelined_behind_the_upgrade_is_websocket_bytes(wsgw, origin, b
     assert [(r["status"], r["upgrade"]) for r in recs] == [(101, "websocket")]
     assert not [r for r in wsgw.audit.since(mark) if r.get("host") == "evil.test"]
     assert cdn_hits(bed, m) == []
+
+
+# JDK 17's own WebSocket client (java.net.http) through sluice, trusting the sandbox's PKCS#12
+# store: it sends `Content-Length: 0` on its opening GET, which is no body (issue 34, item 1).
+WS_JAVA = """
+import java.net.ProxySelector;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.WebSocket;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+
+public class Ws {
+    public static void main(String[] args) throws Exception {
+        CompletableFuture<String> answer = new CompletableFuture<>();
+        WebSocket.Listener listener = new WebSocket.Listener() {
+            public CompletionStage<?> onText(WebSocket ws, CharSequence data, boolean last) {
+                answer.complete(data.toString());
+                return null;
+            }
+            public void onError(WebSocket ws, Throwable error) {
+                answer.completeExceptionally(error);
+            }
+        };
+        HttpClient client = HttpClient.newBuilder().proxy(ProxySelector.getDefault()).build();
+        WebSocket ws = client.newWebSocketBuilder().buildAsync(URI.create(args[0]), listener)
+                .get(30, TimeUnit.SECONDS);
+        ws.sendText(args[1], true).get(30, TimeUnit.SECONDS);
+        System.out.println(answer.get(30, TimeUnit.SECONDS));
+        ws.sendClose(WebSocket.NORMAL_CLOSURE, "done").get(30, TimeUnit.SECONDS);
+    }
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="no java (scripts/install-deps --test "
+                    "installs openjdk-17-jre-headless)")
+def test_java_websocket_client_gets_its_session(wsgw, origin, scratch):
+    """java.net.http.WebSocket: its upgrade carries `Content-Length: 0`, which sluice took for a
+    body (400 bad_request); now the session opens, the echo comes back, and the head the origin
+    got has no Content-Length (sluice writes the upgrade's head itself)."""
+    source = os.path.join(scratch, "Ws.java")
+    with open(source, "w") as f:
+        f.write(WS_JAVA)
+    store = os.path.join(os.path.dirname(wsgw.sluice.ca_pem), "ca.p12")
+    assert os.path.exists(store), store
+    host, port = wsgw.sluice.address
+    m = marker()
+    mark = wsgw.audit.mark()
+    r = subprocess.run(["java", "-Dhttps.proxyHost=%s" % host, "-Dhttps.proxyPort=%d" % port,
+                        "-Djavax.net.ssl.trustStore=" + store,
+                        "-Djavax.net.ssl.trustStorePassword=changeit",
+                        "-Djavax.net.ssl.trustStoreType=PKCS12", source,
+                        "wss://%s:%d/feed/echo?m=%s" % (NAME, origin.port, m), "from-java"],
+                       capture_output=True, text=True, timeout=120, cwd=scratch)
+    assert (r.returncode, r.stdout) == (0, "echo:from-java\n"), r.stdout + r.stderr
+    path, headers = origin.handshakes[-1]
+    assert path == "/feed/echo?m=" + m
+    assert "content-length" not in headers, headers
+    rec = wsgw.audit.one(mark, lambda rec: m in (rec.get("url") or ""))
+    expect.record(rec, decision="allow", rule="ws-feed", reason=None, status=101,
+                  upgrade="websocket")

@@ -552,6 +552,45 @@ TEST(RequestParser, WebSocketUpgradeIsReadBroadly) {
   }
 }
 
+// An upgrade's framing: `Content-Length: 0` (JDK 17's WebSocket client sends it) is no body, as
+// llhttp reads it, so the WebSocket's head goes on without it; any other length is a body (the
+// exchange refuses a WebSocket upgrade with one: 400 bad_request). Not an upgrade: the zero
+// length is kept (an origin may want it on a POST).
+TEST(RequestParser, AZeroContentLengthOnAWebSocketUpgradeIsNoBody) {
+  struct Row {
+    const char* request;
+    BodyFraming framing;
+    std::uint64_t content_length;
+    const char* body;
+  };
+  const Row rows[] = {
+      {"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+       "Content-Length: 0\r\n\r\n",
+       BodyFraming::None, 0, ""},
+      {"GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nContent-Length: 000\r\n\r\n",
+       BodyFraming::None, 0, ""},
+      {"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+       "Content-Length: 2\r\n\r\nab",
+       BodyFraming::ContentLength, 2, "ab"},
+      {"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+       "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+       BodyFraming::Chunked, 0, ""},
+      {"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n", BodyFraming::ContentLength,
+       0, ""},
+      {"GET /x HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n"
+       "Content-Length: 0\r\n\r\n",
+       BodyFraming::ContentLength, 0, ""},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.request);
+    Outcome o = parseEveryWay(row.request);
+    ASSERT_EQ(o.events, "HM") << o.detail;
+    EXPECT_EQ(o.heads[0].framing, row.framing);
+    EXPECT_EQ(o.heads[0].content_length, row.content_length);
+    EXPECT_EQ(o.heads[0].body, row.body);
+  }
+}
+
 TEST(RequestParser, H2cUpgradeThenPipelinedRequestIsParsedAsHttp) {
   Outcome o = parseEveryWay(
       "GET / HTTP/1.1\r\nHost: allowed.test\r\nConnection: Upgrade, HTTP2-Settings\r\n"

@@ -42,8 +42,11 @@ class SessionWebSocketTest : public ::testing::Test {
 
   // The upgrade (and `early`, sent in the same write) until the origin has the head; then its
   // 101 and `first` until the client has them: the exchange is Tunneling.
-  bool openSession(LoopPeer& client, std::string_view early, std::string_view first) {
-    client.write(absoluteRequest("GET", origin(), "/chat", kUpgradeFields) + std::string(early));
+  bool openSession(LoopPeer& client, std::string_view early, std::string_view first,
+                   std::string_view more_fields = "") {
+    client.write(absoluteRequest("GET", origin(), "/chat",
+                                 std::string(kUpgradeFields) + std::string(more_fields)) +
+                 std::string(early));
     if (!bed_.runUntil([&] {
           return bed_.origin().accepted() == 1 &&
                  upstream().received().find("\r\n\r\n") != std::string::npos;
@@ -124,6 +127,36 @@ TEST_F(SessionWebSocketTest, TheClientsCloseIsPassedOnAndTheOriginsLastWordsStil
   EXPECT_TRUE(ended.seen()) << ended.name();
   ASSERT_TRUE(isOneRecord(bed_.auditLines(),
                           {{"status", "101"}, {"req_bytes", "11"}, {"resp_bytes", "11"}}));
+}
+
+// JDK 17's java.net.http.WebSocket sends `Content-Length: 0` on its opening GET: no body (RFC
+// 9110 section 8.6), so the upgrade goes on, its head without the field. A real body is refused
+// before anything is dialled: 400 bad_request (docs/wire.md#websocket).
+TEST_F(SessionWebSocketTest, AZeroContentLengthIsNoBodyAndARealOneIsRefused) {
+  configure();
+  LoopPeer& client = bed_.connectClient();
+  EdgeWatch opened("exchange", "AwaitingResponse", "Tunneling");
+  ASSERT_TRUE(openSession(client, "", "hi", "Content-Length: 0\r\n")) << client.received();
+  EXPECT_TRUE(opened.seen()) << opened.name();
+  EXPECT_EQ(upstream().received().find("Content-Length"), std::string::npos)
+      << upstream().received();
+  upstream().shutdownWrite();
+  ASSERT_TRUE(bed_.allSessionsFinished());
+
+  LoopPeer& second = bed_.connectClient();
+  second.write(absoluteRequest("GET", origin(), "/chat",
+                               std::string(kUpgradeFields) + "Content-Length: 2\r\n") +
+               "ab");
+  std::optional<HttpMessage> response = awaitResponse(bed_, second);
+  ASSERT_TRUE(response) << second.received();
+  EXPECT_EQ(response->status, 400);
+  EXPECT_EQ(response->header("Sluice-Reason").value_or(""), "bad_request");
+  EXPECT_EQ(bed_.origin().accepted(), 1u);
+  ASSERT_TRUE(bed_.allSessionsFinished());
+  const std::vector<AuditLine> lines = bed_.auditLines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(recordsWith(lines, {{"status", "101"}, {"decision", "allow"}}).size(), 1u);
+  EXPECT_EQ(recordsWith(lines, {{"status", "400"}, {"reason", "bad_request"}}).size(), 1u);
 }
 
 TEST_F(SessionWebSocketTest, AnIdleSessionEndsAtIdleTimeout) {

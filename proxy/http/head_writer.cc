@@ -5,6 +5,7 @@
 
 #include "policy/request_header.h"
 #include "proxy/http/nominated_fields.h"
+#include "proxy/http/status_phrase.h"
 
 namespace sluice::proxy::http {
 namespace {
@@ -153,7 +154,8 @@ void writeResponseHead(std::string& out, const ResponseHead& head, ResponseFrami
   out.append("HTTP/1.1 ");
   appendDecimal(out, static_cast<std::uint64_t>(head.status < 0 ? 0 : head.status));
   out.push_back(' ');
-  appendClean(out, head.reason);
+  // An HTTP/2 origin sends no phrase (nor may an HTTP/1.1 one): the status's own name then.
+  appendClean(out, head.reason.empty() ? statusPhrase(head.status) : head.reason);
   out.append("\r\n");
 
   const HeaderBlock& headers = head.headers;

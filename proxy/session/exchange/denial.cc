@@ -2,27 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "proxy/http/status_phrase.h"
+
 namespace sluice::proxy::session {
 
 std::string_view reasonPhrase(int status) {
-  switch (status) {
-    case 400:
-      return "Bad Request";
-    case 403:
-      return "Forbidden";
-    case 429:
-      return "Too Many Requests";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 502:
-      return "Bad Gateway";
-    case 503:
-      return "Service Unavailable";
-    case 504:
-      return "Gateway Timeout";
-    default:
-      return "Error";
-  }
+  const std::string_view phrase = http::statusPhrase(status);
+  return phrase.empty() ? "Error" : phrase;
 }
 
 std::string denialPhrase(int status, policy::Reason reason) {

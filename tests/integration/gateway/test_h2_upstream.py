@@ -242,6 +242,9 @@ def test_http11_client_keep_alive_requests_are_translated_to_h2(hgw, bed):
     assert got == [(200, b"h2.test\n"), (200, bed.content.chunked_expected), (200, page),
                    (200, b""), (200, b"stored\n"), (200, b"stored\n"), (200, b"h2.test\n")], \
         [(r.status, r.headers, r.body[:80]) for r in ex.responses]
+    # HTTP/2 has no reason phrase: the status line carries the status's own name, not
+    # "HTTP/1.1 200 " (Java's getResponseMessage() read null; issue 34, item 7).
+    assert [r.reason for r in ex.responses] == ["OK"] * 7, [r.head for r in ex.responses]
     first, chunked, trailered, head = ex.responses[:4]
     assert first.header("Content-Length") == "8", first.headers
     for r in (chunked, trailered):

@@ -244,6 +244,30 @@ TEST(HeadWriter, ChunkedResponse) {
   EXPECT_EQ(out, "HTTP/1.1 404 Not Found\r\nX: y\r\nTransfer-Encoding: chunked\r\n\r\n");
 }
 
+// A head without a phrase (an HTTP/2 origin's, or an HTTP/1.1 origin's empty one) goes to an
+// HTTP/1.1 client with the status's registered name; one the origin sent is kept as it came; a
+// code with no name keeps the empty phrase, after the space the status line needs.
+TEST(HeadWriter, AResponseWithoutAPhraseGetsTheStatussName) {
+  struct Row {
+    const char* status_line;
+    const char* written;
+  };
+  const Row rows[] = {
+      {"HTTP/1.1 200 \r\n", "HTTP/1.1 200 OK\r\n"},
+      {"HTTP/1.1 404\r\n", "HTTP/1.1 404 Not Found\r\n"},
+      {"HTTP/1.1 503 \r\n", "HTTP/1.1 503 Service Unavailable\r\n"},
+      {"HTTP/1.1 200 Fine\r\n", "HTTP/1.1 200 Fine\r\n"},
+      {"HTTP/1.1 299 \r\n", "HTTP/1.1 299 \r\n"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.status_line);
+    ParsedResponse r(std::string(row.status_line) + "Content-Length: 0\r\n\r\n");
+    std::string out;
+    writeResponseHead(out, r.head(), ResponseFraming::ContentLength, false);
+    EXPECT_EQ(out, std::string(row.written) + "Content-Length: 0\r\n\r\n");
+  }
+}
+
 TEST(HeadWriter, HeadAnswerKeepsItsContentLengthWithoutABody) {
   ParsedResponse r("HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n", "HEAD");
   ASSERT_EQ(r.head().framing, ResponseFraming::None);
@@ -261,13 +285,6 @@ TEST(HeadWriter, NoContentAndInterimHaveNoFraming) {
   out.clear();
   writeResponseHead(out, interim.head(), ResponseFraming::None, false);
   EXPECT_EQ(out, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n");
-}
-
-TEST(HeadWriter, EmptyReasonKeepsTheSpace) {
-  ParsedResponse r("HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n");
-  std::string out;
-  writeResponseHead(out, r.head(), ResponseFraming::ContentLength, false);
-  EXPECT_EQ(out, "HTTP/1.1 200 \r\nContent-Length: 0\r\n\r\n");
 }
 
 // --- sluice's own answers --------------------------------------------------------------------

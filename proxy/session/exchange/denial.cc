@@ -51,6 +51,9 @@ std::string explainDenial(policy::Reason reason, std::string_view sandbox, std::
       return "the Host header does not name " + h;
     case policy::Reason::DnsFailed:
       return "could not resolve " + h;
+    case policy::Reason::UpgradeNotAllowed:
+      // The rule that allows the request lacks the key (docs/wire.md#websocket): say which.
+      return "a WebSocket to " + h + " needs a rule with websocket: true";
     default:
       return h;
   }

@@ -149,6 +149,18 @@ def test_upgrade_on_a_rule_without_websocket_is_refused(wsgw, origin):
     rec = wsgw.audit.one(mark, lambda r: r["upgrade"] == "websocket")
     expect.record(rec, decision="deny", reason="upgrade_not_allowed", status=403,
                   upstream=None, rule=None)
+    # The answer's text says what the rule lacks (issue 34, item 7).
+    sock, answer, _ = connect_tunnel(wsgw.sluice.address, "%s:%d" % (NAME, origin.port))
+    assert answer.status == 200, answer
+    tls = TLSStream(sock, NAME, wsgw.sluice.ca_pem)
+    tls.sendall(request_bytes("GET", "/feed-not/echo", "%s:%d" % (NAME, origin.port),
+                              headers=[("Connection", "Upgrade"), ("Upgrade", "websocket"),
+                                       ("Sec-WebSocket-Version", "13"),
+                                       ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")]))
+    refusal = HttpReader(tls).read_response("GET")
+    assert refusal.status == 403 and refusal.sluice_reason == "upgrade_not_allowed", refusal
+    assert b"needs a rule with websocket: true" in refusal.body, refusal.body
+    sock.close()
 
 
 def test_origin_that_refuses_the_upgrade_is_an_ordinary_answer(wsgw, origin):

@@ -55,6 +55,12 @@ TEST(Denial, Examples) {
             "Too Many Requests by sluice: rate_limited");
 }
 
+// The detail says what would allow it, where one key would (issue 34, item 7).
+TEST(Denial, AnUpgradeNotAllowedNamesTheKeyItsRuleLacks) {
+  EXPECT_EQ(explainDenial(policy::Reason::UpgradeNotAllowed, "agent-1", "ws.test", "GET", "/feed"),
+            "a WebSocket to ws.test needs a rule with websocket: true");
+}
+
 TEST(Denial, AHostileDetailCannotBreakTheAnswer) {
   std::string answer;
   appendDenial(answer, policy::Reason::NotAllowedPath, "/a\r\nSet-Cookie: x=1\r\n\r\n\x7f\xff");

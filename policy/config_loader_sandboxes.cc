@@ -135,11 +135,12 @@ void readSandboxLimits(YamlWalker& walker, const YamlValue& value, WrittenLimits
   // Each a plain decimal count; 0 would be a sandbox that can do nothing at all, more likely a
   // mistake for "unlimited" (which is leaving the key out).
   auto readCount = [&](std::string_view key, std::optional<std::uint64_t>& field,
-                       std::uint64_t max) {
+                       std::uint64_t max, std::string_view left_out = "no limit") {
     map.read(key, [&](const YamlValue& v) {
       auto n = readInteger(walker, v);
       if (n && *n == 0) {
-        walker.error(v.mark, "must be at least 1 (leave the key out for no limit)");
+        walker.error(v.mark,
+                     "must be at least 1 (leave the key out for " + std::string(left_out) + ")");
       } else if (n && *n > max) {
         walker.error(v.mark, "must be at most " + std::to_string(max));
       } else if (n) {
@@ -156,7 +157,7 @@ void readSandboxLimits(YamlWalker& walker, const YamlValue& value, WrittenLimits
   readCount("dns_queries_per_second", out.values.dns_queries_per_second, 1000000000);
   // The budget of an HTTP/2 connection (windows, upstreams) is made for at most 100 streams:
   // docs/wire.md#http2.
-  readCount("max_streams", out.values.max_streams, 100);
+  readCount("max_streams", out.values.max_streams, 100, "100");
   const MapEntry* burst = map.find("request_burst");
   if (burst != nullptr && out.values.request_burst) {
     const std::string path =

@@ -1886,7 +1886,7 @@ TEST(SandboxLimits, MaxStreams) {
   EXPECT_EQ(unset->sandboxes[1].limits.max_streams, std::nullopt);
   EXPECT_THAT(errorsOf(twoSandboxes("", "      max_streams: 0\n", "      max_streams: 101\n")),
               ElementsAre("test.yaml:7:20: sandboxes[0].limits.max_streams: must be at least 1 "
-                          "(leave the key out for no limit)",
+                          "(leave the key out for 100)",
                           "test.yaml:12:20: sandboxes[1].limits.max_streams: must be at most 100"));
 }
 

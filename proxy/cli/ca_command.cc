@@ -8,11 +8,11 @@
 #include <system_error>
 
 #include "certs/ca.h"
+#include "certs/shown_path.h"
 #include "certs/trust_store.h"
 #include "proxy/cli/cli.h"
 #include "proxy/cli/command_help.h"
 #include "proxy/cli/flags.h"
-#include "proxy/cli/shown_path.h"
 
 namespace sluice::cli {
 
@@ -79,7 +79,7 @@ int caInitCommand(std::span<const std::string_view> args, Streams streams) {
 
   // The trust hint gets an absolute path: a relative one in SSL_CERT_FILE would depend on the
   // working directory of every tool in the sandbox.
-  const std::string trusted = shownPath(cert_path);
+  const std::string trusted = certs::shownPath(cert_path);
   std::fprintf(streams.out,
                "wrote %s and %s (EC P-256, key mode 0600), and %s (the certificate as a Java "
                "trust store, password changeit)\n"

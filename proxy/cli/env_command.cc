@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <string>
 
+#include "certs/shown_path.h"
 #include "certs/trust_store.h"
 #include "proxy/cli/cli.h"
 #include "proxy/cli/command_help.h"
 #include "proxy/cli/flags.h"
-#include "proxy/cli/shown_path.h"
 #include "proxy/config/config_files.h"
 
 namespace sluice::cli {
@@ -134,7 +134,7 @@ int envCommand(std::span<const std::string_view> args, Streams streams) {
                                  "in the config; give `listen` that address");
   }
   // The CA as `sluice run` started from this directory finds it.
-  const std::string ca_file = shownPath(sandbox->ca_dir + "/ca.pem");
+  const std::string ca_file = certs::shownPath(sandbox->ca_dir + "/ca.pem");
 
   std::fprintf(streams.out, "# sluice: sandbox '%s'%s; CA certificate %s\n",
                sandbox->name.c_str(),
@@ -153,7 +153,7 @@ int envCommand(std::span<const std::string_view> args, Streams streams) {
     exportLine(streams.out, variable, ca_file);
   }
   javaLines(streams.out, *sandbox,
-            shownPath(sandbox->ca_dir + "/" + std::string(certs::kTrustStoreFile)));
+            certs::shownPath(sandbox->ca_dir + "/" + std::string(certs::kTrustStoreFile)));
   return kExitOk;
 }
 

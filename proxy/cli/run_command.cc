@@ -10,10 +10,10 @@
 #include <string>
 #include <thread>
 
+#include "certs/shown_path.h"
 #include "proxy/cli/cli.h"
 #include "proxy/cli/command_help.h"
 #include "proxy/cli/flags.h"
-#include "proxy/cli/shown_path.h"
 #include "proxy/config/config_files.h"
 #include "proxy/server/server.h"
 
@@ -85,29 +85,31 @@ int runCommand(std::span<const std::string_view> args, Streams streams) {
     std::fprintf(streams.err, "sluice run: %s\n", server.error().c_str());
     return kExitFailure;
   }
+  // Through the logger like every later line (docs/cli.md: `TIME LEVEL message`), so a log
+  // reader can tell when the CA was made and which lines came before `ready`.
   for (const std::string& notice : notices) {
-    std::fprintf(streams.err, "sluice: %s\n", notice.c_str());
+    spdlog::info("sluice: {}", notice);
   }
   for (const policy::Sandbox& sandbox : config.value()->sandboxes) {
     if (sandbox.transparent) {
-      std::fprintf(streams.err,
-                   "sluice: sandbox '%s': transparent listener on %s (redirect the sandbox's TCP "
-                   "80/443 here; examples/sandbox-netns.sh)\n",
-                   sandbox.name.c_str(), sandbox.transparent->toString().c_str());
+      spdlog::info(
+          "sluice: sandbox '{}': transparent listener on {} (redirect the sandbox's TCP 80/443 "
+          "here; examples/sandbox-netns.sh)",
+          sandbox.name, sandbox.transparent->toString());
     }
     if (sandbox.dns_listen) {
-      std::fprintf(streams.err, "sluice: sandbox '%s': the sandbox's resolver on %s\n",
-                   sandbox.name.c_str(), sandbox.dns_listen->toString().c_str());
+      spdlog::info("sluice: sandbox '{}': the sandbox's resolver on {}", sandbox.name,
+                   sandbox.dns_listen->toString());
     }
     if (sandbox.listen) {
-      std::string proxy_url = "http://" + sandbox.listen->toString();
-      const std::string ca_file = shownPath(sandbox.ca_dir + "/ca.pem");
-      std::fprintf(streams.err,
-                   "sluice: sandbox '%s': explicit proxy on %s, CA certificate %s\n"
-                   "sluice:   in the sandbox: HTTPS_PROXY=%s HTTP_PROXY=%s "
-                   "SSL_CERT_FILE=%s (trust only that file: never the CA key)\n",
-                   sandbox.name.c_str(), sandbox.listen->toString().c_str(), ca_file.c_str(),
-                   proxy_url.c_str(), proxy_url.c_str(), ca_file.c_str());
+      const std::string proxy_url = "http://" + sandbox.listen->toString();
+      const std::string ca_file = certs::shownPath(sandbox.ca_dir + "/ca.pem");
+      spdlog::info("sluice: sandbox '{}': explicit proxy on {}, CA certificate {}", sandbox.name,
+                   sandbox.listen->toString(), ca_file);
+      spdlog::info(
+          "sluice:   in the sandbox: HTTPS_PROXY={} HTTP_PROXY={} SSL_CERT_FILE={} (trust only "
+          "that file: never the CA key)",
+          proxy_url, proxy_url, ca_file);
     }
   }
   std::fflush(streams.err);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "certs/shown_path.h"
 #include "certs/trust_store.h"
 #include "proxy/tls/tls_context.h"
 
@@ -36,7 +37,8 @@ Result<std::shared_ptr<SandboxRuntime>, std::string> runtimeFor(
     // Gone from under a running sandbox: a reload that some other change set off must not
     // make a new CA its clients do not trust. The one in memory serves on.
     if (notices != nullptr) {
-      notices->push_back("sandbox '" + sandbox.name + "': the CA files in " + sandbox.ca_dir +
+      notices->push_back("sandbox '" + sandbox.name + "': the CA files in " +
+                         certs::shownPath(sandbox.ca_dir) +
                          " are gone; the CA in memory serves on (restore them: a restart would "
                          "create a new CA)");
     }
@@ -55,10 +57,11 @@ Result<std::shared_ptr<SandboxRuntime>, std::string> runtimeFor(
   runtime->ca_files = created ? caFilesIn(sandbox.ca_dir) : files;
   if (notices != nullptr) {
     if (created) {
-      notices->push_back("sandbox '" + sandbox.name + "': created CA " + sandbox.ca_dir +
-                         "/ca.pem");
+      notices->push_back("sandbox '" + sandbox.name + "': created CA " +
+                         certs::shownPath(sandbox.ca_dir + "/ca.pem"));
     } else if (same_dir) {
-      notices->push_back("sandbox '" + sandbox.name + "': CA files in " + sandbox.ca_dir +
+      notices->push_back("sandbox '" + sandbox.name + "': CA files in " +
+                         certs::shownPath(sandbox.ca_dir) +
                          " replaced: loaded anew; connections made under the old CA drain");
     }
   }
@@ -70,8 +73,9 @@ Result<std::shared_ptr<SandboxRuntime>, std::string> runtimeFor(
       notices->push_back("sandbox '" + sandbox.name + "': no Java trust store: " + store.error());
     }
   } else if (store.value() && !created && notices != nullptr) {
-    notices->push_back("sandbox '" + sandbox.name + "': wrote " + sandbox.ca_dir + "/" +
-                       std::string(certs::kTrustStoreFile) + " (the CA as a Java trust store)");
+    const std::string store_path = sandbox.ca_dir + "/" + std::string(certs::kTrustStoreFile);
+    notices->push_back("sandbox '" + sandbox.name + "': wrote " + certs::shownPath(store_path) +
+                       " (the CA as a Java trust store)");
   }
   runtime->ca = std::make_unique<certs::CertificateAuthority>(std::move(ca).value());
   runtime->leaves = std::make_unique<certs::LeafCache>(*runtime->ca);

@@ -4,6 +4,7 @@ closes everything at once); `run` exits 2 on a bad config, 1 when it cannot star
 use, unreadable CA), and prints where the CA certificate is and how to trust it.
 """
 import os
+import re
 import signal
 import socket
 import ssl
@@ -387,3 +388,31 @@ def test_run_prints_where_the_ca_is_and_how_to_trust_it(start_sluice):
     err = s.stderr()
     assert s.ca_pem in err and s.proxy_url in err, err
     assert not [l for l in err.splitlines() if "ca.key" in l and "SSL_CERT_FILE" in l], err
+
+
+def test_every_line_at_start_has_its_time_and_level_and_paths_are_absolute(sluice_binary, bed,
+                                                                           scratch):
+    """docs/cli.md: messages are `TIME LEVEL message` lines, and paths are printed absolute and
+    lexically normal. The lines before `ready` (the CA created, where each sandbox listens, the
+    line a sandbox needs) were bare `sluice: ...` lines, and the created CA was named as the
+    config wrote it (issue 34, item 7): here a relative `ca` with a `..` in it."""
+    config, port = config_in(bed, scratch)
+    config["sandboxes"][0]["ca"] = "./state/../ca-relative"
+    path = write_config(config, os.path.join(scratch, "sluice.yaml"))
+    stderr_path = os.path.join(scratch, "run.stderr")
+    with open(stderr_path, "wb") as err:
+        proc = subprocess.Popen(DIE_WITH_US + [sluice_binary, "run", "-c", path], cwd=scratch,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err, env=clean_env())
+    try:
+        wait_until(lambda: " sluice: ready " in read_text(stderr_path) or proc.poll() is not None,
+                   30, "sluice to say it is ready")
+        text = read_text(stderr_path)
+    finally:
+        stop_process(proc, signal.SIGTERM)
+    ca_pem = os.path.join(scratch, "ca-relative", "ca.pem")
+    lines = text.splitlines()
+    assert lines and all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z info sluice: ", l)
+                         for l in lines), text
+    assert "sluice: sandbox 'sbx1': created CA %s" % ca_pem in text, text
+    assert "CA certificate %s" % ca_pem in text and "SSL_CERT_FILE=%s " % ca_pem in text, text

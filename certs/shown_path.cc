@@ -1,9 +1,9 @@
-#include "proxy/cli/shown_path.h"
+#include "certs/shown_path.h"
 
 #include <filesystem>
 #include <system_error>
 
-namespace sluice::cli {
+namespace sluice::certs {
 
 std::string shownPath(std::string_view path) {
   std::error_code ec;
@@ -14,4 +14,4 @@ std::string shownPath(std::string_view path) {
   return absolute.lexically_normal().string();
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::certs

@@ -208,6 +208,10 @@ void SessionBed::configure(const BedConfig& config) {
   context_.state = &state_;
   context_.resolver = resolver_.get();
   context_.pool = pool_.get();
+  if (config.h2_upstreams) {
+    h2_upstreams_ = std::make_unique<proxy::session::Http2UpstreamSessions>(context_, *pool_);
+    context_.h2_upstreams = h2_upstreams_.get();
+  }
 }
 
 void SessionBed::reload(const BedConfig& config) {
@@ -319,6 +323,9 @@ SessionBed::~SessionBed() {
   origin_->close();
   tls_origin_->close();
   dns_->close();
+  if (h2_upstreams_) {
+    h2_upstreams_->close(nullptr);  // (their connections close in the pool)
+  }
   if (pool_) {
     pool_->close(nullptr);
   }

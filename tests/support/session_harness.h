@@ -37,8 +37,9 @@
 #include "proxy/io/deferred_delete.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
-#include "proxy/session/pool/upstream_pool.h"
 #include "proxy/session/context/worker_context.h"
+#include "proxy/session/pool/upstream_pool.h"
+#include "proxy/session/upstream/http2_upstream_session.h"
 #include "tests/support/audit_lines.h"
 #include "tests/support/fake_dns_server.h"
 #include "tests/support/loop_peer.h"
@@ -77,6 +78,10 @@ struct BedConfig {
   // The audit file's writes fail (ENOSPC) while the test says so (SessionBed::failAuditWrites):
   // the generation's sink is one of the bed's on the same file, whose write(2) it can stop.
   bool audit_can_fail = false;
+  // The worker's registry of HTTP/2 upstream sessions and dials under way, as a worker has it
+  // (Http2UpstreamSessions): TLS requests offer h2 and a burst to one key waits for one dial.
+  // Off by default: the origins speak HTTP/1.1 and the tests count their connections.
+  bool h2_upstreams = false;
 };
 
 // Which of the sandbox's listeners a client's connection came in on.
@@ -184,6 +189,7 @@ class SessionBed {
   proxy::GatewayState state_;
   std::unique_ptr<proxy::dns::Resolver> resolver_;
   std::unique_ptr<proxy::session::UpstreamPool> pool_;
+  std::unique_ptr<proxy::session::Http2UpstreamSessions> h2_upstreams_;  // BedConfig::h2_upstreams
   proxy::session::WorkerContext context_;
   std::string audit_path_;
   // Whether the audit sink's writes fail now (BedConfig::audit_can_fail); shared with the sink.

@@ -58,6 +58,7 @@ void Connector::start(const Target& target) {
   usable_.clear();
   next_address_ = 0;
   saw_timeout_ = false;
+  waited_ = false;
   const policy::Sandbox& sandbox = *host_.sandboxView().sandbox;
   const bool must_match = host_.facts().mode == audit::Mode::Transparent &&
                           sandbox.original_dst == policy::OriginalDst::RequireMatch;
@@ -77,16 +78,34 @@ void Connector::start(const Target& target) {
   dial();
 }
 
+bool Connector::joinDialBeforeConnecting(bool may_join) {
+  if (may_join && !target_.fresh && target_.h2 && joinDial(waited_)) {
+    transition(ConnectorState::Joining);
+    return true;
+  }
+  if (target_.h2 && host_.context().h2_upstreams != nullptr) {
+    shareDial();
+  }
+  return false;
+}
+
 void Connector::onDialOver() {
   if (state_ != ConnectorState::Joining) {
     return;
   }
   Cork cork(host_);
+  waited_ = true;
   if (takeSession(key())) {
     return;
   }
   if (joinDial(true)) {
     return;  // another dial to the key is still under way
+  }
+  if (!usable_.empty()) {
+    // It waited with its own answer (it joined once resolved): no second lookup.
+    shareDial();
+    connectNext();
+    return;
   }
   dial();
 }
@@ -110,9 +129,6 @@ void Connector::dial() {
   const bool must_match = host_.facts().mode == audit::Mode::Transparent &&
                           host_.sandboxView().sandbox->original_dst ==
                               policy::OriginalDst::RequireMatch;
-  if (target_.h2 && host_.context().h2_upstreams != nullptr) {
-    shareDial();
-  }
   if (literal_) {
     // An allowed literal is its own, already checked, address: no DNS.
     auto answer = std::make_shared<dns::Answer>();
@@ -126,6 +142,9 @@ void Connector::dial() {
       return;
     }
     usable_.push_back(*literal_);
+    if (target_.h2 && host_.context().h2_upstreams != nullptr) {
+      shareDial();
+    }
     connectNext();
     return;
   }
@@ -299,8 +318,10 @@ void Connector::onResolved(dns::LookupResult result) {
   }
   rule_ = d.rule;
   const std::optional<policy::Endpoint>& orig_dst = host_.facts().orig_dst;
-  if (host_.facts().mode == audit::Mode::Transparent &&
-      host_.sandboxView().sandbox->original_dst == policy::OriginalDst::RequireMatch) {
+  const bool must_match =
+      host_.facts().mode == audit::Mode::Transparent &&
+      host_.sandboxView().sandbox->original_dst == policy::OriginalDst::RequireMatch;
+  if (must_match) {
     if (!originalDestinationMatches()) {
       transition(ConnectorState::Failed);
       client_.onUpstreamRefused(policy::Reason::DnsMismatch,
@@ -317,6 +338,12 @@ void Connector::onResolved(dns::LookupResult result) {
     if ((d.usable_addresses >> i) & 1u) {
       usable_.push_back(addresses[i]);
     }
+  }
+  // A dial is shared once past its lookup, never before: a request that waited for another's
+  // lookup would, if it failed, look up again and fail at twice the time (every request's
+  // lookup of a name is one query anyway: the resolver joins them).
+  if (joinDialBeforeConnecting(!must_match)) {
+    return;
   }
   connectNext();
 }

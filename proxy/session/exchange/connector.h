@@ -125,8 +125,11 @@ class Connector : private io::TcpStream::Handler, private DialWaiter {
   // known to choose h2 (a dial to an origin still unknown failed: the waiters do not wait for
   // one another's, each dials its own at once).
   bool joinDial(bool again);
-  // A dial offering h2 under way for this key is the worker's to know of (others join it);
-  // it is over once ready, failed or cancelled.
+  // Its own answer in hand, before its first connect: waits for a dial to the key already past
+  // its lookup (if `may_join`), else makes its dial the one the worker's others wait for.
+  bool joinDialBeforeConnecting(bool may_join);
+  // A dial offering h2 under way for this key, from its first connect (past its lookup), is the
+  // worker's to know of (others join it); it is over once ready, failed or cancelled.
   void shareDial();
   void endSharedDial();
   // The sandbox dialled (transparent) one of sluice's own answers for H, or the address
@@ -154,6 +157,9 @@ class Connector : private io::TcpStream::Handler, private DialWaiter {
   std::shared_ptr<const dns::Answer> answer_;
   std::vector<policy::IpAddress> usable_;  // reused: no allocation once grown
   std::size_t next_address_ = 0;
+  // It waited for another request's dial that brought no session: it waits again only for an
+  // origin known to choose h2 (joinDial's `again`), so no request waits out two failed dials.
+  bool waited_ = false;
   bool saw_timeout_ = false;  // a dial ran out of connect_timeout: the failure is a timeout
   std::uint64_t phase_started_ns_ = 0;  // the lookup's or the dial's start (latency metrics)
   std::uint64_t deadline_ms_ = 0;

@@ -200,8 +200,9 @@ class Http2UpstreamSessions {
   Http2UpstreamSession* adopt(std::unique_ptr<UpstreamConnection> connection,
                               std::size_t max_header_bytes);
   // --- dials that may become sessions
-  // A connection offering h2 is being dialled for `key`; dialOver() when it is ready (after its
-  // exchange adopted it, if the origin chose h2), failed or cancelled.
+  // A connection offering h2 is being dialled for `key` (its name resolved: Connector waits for
+  // no one's lookup); dialOver() when it is ready (after its exchange adopted it, if the origin
+  // chose h2), failed or cancelled.
   void dialStarted(const UpstreamKey& key);
   void dialOver(const UpstreamKey& key);
   // Waits for a dial to `key` under way (true), or there is none (false). The caller asks only

@@ -152,5 +152,34 @@ TEST_F(SessionH2EndingsTest, AbortAfterTheDrainCutsTheStreamStillInFlightShortOn
                                   {"upstream", upstream()}}));
 }
 
+// Two streams at once to a name whose resolver never answers: each fails 502 dns_failed when
+// its lookup gives up (the two are one query), neither waits for the other's lookup and then
+// looks up again (it did: the second stream joined the first's dial from its start, and got
+// 504 at idle_timeout, seen as a flake of the soak). Nothing is dialled.
+TEST_F(SessionH2EndingsTest, TwoStreamsToANameThatNeverResolvesEachFailWithTheirLookup) {
+  BedConfig config;
+  config.limits = "{handshake_timeout: 2s, idle_timeout: 450ms}";
+  config.dns = "{timeout: 300ms}";
+  config.h2_upstreams = true;
+  configure(config);
+  Http2Client* client = openClient();
+  ASSERT_NE(client, nullptr);
+  testing::FakeDnsServer::Zone silent;
+  silent.mode = testing::FakeDnsServer::Mode::Silent;
+  bed_.dns().set("origin.test", silent);
+  const std::int32_t first = client->request("GET", "/one");
+  bed_.runFor(100ms);
+  const std::int32_t second = client->request("GET", "/two");
+  ASSERT_TRUE(client->awaitStream(first)) << client->describe();
+  ASSERT_TRUE(client->awaitStream(second)) << client->describe();
+  for (const std::int32_t id : {first, second}) {
+    EXPECT_EQ(client->stream(id).status, 502) << client->describe();
+    EXPECT_EQ(client->stream(id).header("sluice-reason"), "dns_failed") << client->describe();
+  }
+  EXPECT_EQ(bed_.tlsOrigin().accepted(), 0u);
+  const std::vector<AuditLine> lines = awaitAudit(bed_, 2);
+  EXPECT_EQ(recordsWith(lines, {{"reason", "dns_failed"}, {"status", "502"}}).size(), 2u);
+}
+
 }  // namespace
 }  // namespace sluice::test_support

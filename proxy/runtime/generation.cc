@@ -48,6 +48,7 @@ Result<std::shared_ptr<SandboxRuntime>, std::string> runtimeFor(
   runtime->id = next_runtime_id.fetch_add(1);
   runtime->name = sandbox.name;
   runtime->ca_dir = sandbox.ca_dir;
+  runtime->ca_pem_shown = certs::shownPath(sandbox.ca_dir + "/ca.pem");
   auto ca = certs::CertificateAuthority::loadOrCreate(sandbox.ca_dir,
                                                       "sluice sandbox CA (" + sandbox.name + ")");
   if (!ca) {
@@ -57,8 +58,7 @@ Result<std::shared_ptr<SandboxRuntime>, std::string> runtimeFor(
   runtime->ca_files = created ? caFilesIn(sandbox.ca_dir) : files;
   if (notices != nullptr) {
     if (created) {
-      notices->push_back("sandbox '" + sandbox.name + "': created CA " +
-                         certs::shownPath(sandbox.ca_dir + "/ca.pem"));
+      notices->push_back("sandbox '" + sandbox.name + "': created CA " + runtime->ca_pem_shown);
     } else if (same_dir) {
       notices->push_back("sandbox '" + sandbox.name + "': CA files in " +
                          certs::shownPath(sandbox.ca_dir) +

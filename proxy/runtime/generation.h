@@ -52,6 +52,9 @@ struct SandboxRuntime {
   std::uint64_t id = 0;  // unique in the process: keys the upstream pool (never reused)
   std::string name;
   std::string ca_dir;
+  // Its ca.pem as the user is shown it (certs/shown_path.h): what a line that says "give the
+  // client this file" names.
+  std::string ca_pem_shown;
   CaFiles ca_files;
   std::unique_ptr<certs::CertificateAuthority> ca;
   std::unique_ptr<certs::LeafCache> leaves;

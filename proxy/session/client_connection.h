@@ -197,6 +197,9 @@ class ClientConnection final : private io::TcpStream::Handler,
   bool auditAvailable() const override { return binding_.auditAvailable(); }
   // The tunnel's record, when the connection ends without a record (docs/audit.md#errors).
   void recordQuietTunnel();
+  // The line at the default level that names a client which does not seem to trust the
+  // sandbox's CA, and the file to give it: once a minute per sandbox, name and `cause`.
+  void hintTheCaFile(std::string_view cause, std::string_view what);
   // Decrypts what the client sent into the codec (the handshake first, while it runs).
   void pumpClientTls();
 
@@ -233,6 +236,11 @@ class ClientConnection final : private io::TcpStream::Handler,
   // Refusals kept while the audit log could not be written, since it last could (at most one).
   std::uint8_t audit_refusals_kept_ = 0;
   audit::Error tunnel_end_ = audit::Error::None;  // noteTunnelEnd()
+  // When the tunnel's TLS handshake ended (the loop's ms), and what the client sent in it
+  // since: a client that checks sluice's certificate after the handshake (GnuTLS) and does not
+  // trust it closes at once with nothing sent (recordQuietTunnel).
+  std::uint64_t tunnel_opened_ms_ = 0;
+  std::uint64_t tunnel_plaintext_ = 0;
   bool stream_closed_ = false;  // the client stream's close callback ran
   bool timer_closed_ = false;   // the timer's close callback ran
 

@@ -13,6 +13,12 @@ namespace sluice::proxy::session {
 
 namespace {
 
+// A tunnel closed this soon after its handshake, with nothing sent in it, was most likely
+// closed by a client that checked sluice's certificate then (GnuTLS's clients do it within
+// milliseconds), not one that opened it ahead of use and gave up waiting (browsers keep those
+// for seconds).
+constexpr std::uint64_t kClosedAtOnceMs = 1000;
+
 // What the sandbox's failed handshake says (RFC 8446 §6.2): a client that refuses a server's
 // certificate sends unknown_ca (48) when it does not trust the issuer, or one of
 // bad_certificate (42) to certificate_unknown (46).
@@ -46,22 +52,26 @@ void ClientConnection::onHandshakeFailed(const tls::Failure& failure) {
   }
   // The one sign a user gets that a client does not trust the sandbox's CA (npm, Java, a
   // runtime with its own trust list): at the default level, once a minute per sandbox, name
-  // and alert (docs/audit.md#errors).
-  const char* alert = SSL_alert_desc_string_long(failure.alert);
-  const std::string key = facts_.host + "\n" + alert;
+  // and alert (docs/audit.md#errors). unknown_ca says the client does not trust the issuer; the
+  // other certificate alerts say less (a client that pins, or checks what a minted leaf cannot
+  // give), so the line says so.
+  const std::string cause =
+      std::string("refused sluice's certificate for ") + facts_.host + " (TLS alert: " +
+      SSL_alert_desc_string_long(failure.alert) + ")";
+  hintTheCaFile(cause, why == audit::Error::TlsUnknownCa ? "it does not trust the sandbox's CA"
+                                                         : "if it does not trust the sandbox's CA");
+}
+
+void ClientConnection::hintTheCaFile(std::string_view cause, std::string_view what) {
+  const std::string key = facts_.host + "\n" + std::string(cause);
   std::uint64_t suppressed = 0;
   if (!binding_.runtime().certificate_refusals.take(key, uv_now(ctx_.loop), suppressed)) {
     return;
   }
-  // unknown_ca says the client does not trust the issuer; the other certificate alerts say
-  // less (a client that pins, or checks what a minted leaf cannot give), so the line says so.
-  const std::string_view what = why == audit::Error::TlsUnknownCa
-                                    ? "it does not trust the sandbox's CA"
-                                    : "if it does not trust the sandbox's CA";
   spdlog::info(
-      "sandbox '{}': a client refused sluice's certificate for {} (TLS alert: {}): {}; give it "
-      "{}/ca.pem (`sluice env` prints the variables clients read){}",
-      sandbox().name, facts_.host, alert, what, binding_.runtime().ca_dir,
+      "sandbox '{}': a client {}: {}; give it {} (`sluice env` prints the variables clients "
+      "read){}",
+      sandbox().name, cause, what, binding_.runtime().ca_pem_shown,
       suppressed == 0 ? std::string()
                       : " (" + std::to_string(suppressed) + " more since the last such line)");
 }
@@ -83,9 +93,19 @@ void ClientConnection::recordQuietTunnel() {
   }
   const bool spoken = transport_.secure() && transport_.tls().handshakeDone() && codec_;
   // (No cause noted: the sandbox's side ended it, a GOAWAY or a TLS close without a request.)
-  opening_.recordQuiet(spoken ? codec_->protocol() : audit::Proto::None,
-                       tunnel_end_ == audit::Error::None ? audit::Error::ClientClosed
-                                                         : tunnel_end_);
+  const audit::Error end =
+      tunnel_end_ == audit::Error::None ? audit::Error::ClientClosed : tunnel_end_;
+  opening_.recordQuiet(spoken ? codec_->protocol() : audit::Proto::None, end);
+  // A GnuTLS client (wget, apt's https method) checks sluice's certificate once the handshake is
+  // over and, not trusting it, closes without an alert or a byte: on record as client_closed,
+  // and named like a client that refused the certificate (docs/audit.md#errors).
+  if (spoken && end == audit::Error::ClientClosed && tunnel_plaintext_ == 0 &&
+      uv_now(ctx_.loop) - tunnel_opened_ms_ <= kClosedAtOnceMs) {
+    hintTheCaFile("closed its tunnel to " + facts_.host +
+                      " right after the TLS handshake, without a byte",
+                  "a client that checks the certificate after the handshake (GnuTLS: wget, "
+                  "apt) does so when it does not trust the sandbox's CA");
+  }
 }
 
 void ClientConnection::onConnectionError(audit::Error error) {
@@ -113,6 +133,7 @@ void ClientConnection::onTunnelOpen() {
   }
   SPDLOG_DEBUG("[C{}] ALPN {}: {}", facts_.id, h2 ? "h2" : "http/1.1",
                h2 ? "streams" : "requests");
+  tunnel_opened_ms_ = uv_now(ctx_.loop);
   transition(ConnectionState::Serving);
 }
 
@@ -149,6 +170,7 @@ void ClientConnection::pumpClientTls() {
     if (state_ != ConnectionState::Serving) {
       return false;  // the codec is over (an HTTP/2 session ended): nothing more is read
     }
+    tunnel_plaintext_ += plain.size();
     return codec_->feed(plain) && !closing() && state_ == ConnectionState::Serving;
   });
   sendClient({});  // TLS 1.3 may answer records (key updates) even on read

@@ -151,3 +151,57 @@ def test_a_tunnel_that_carried_a_request_has_no_tunnel_record(tgw):
     time.sleep(0.5)  # (a second record would be written as the connection closes)
     recs = [r for r in tgw.audit.since(mark) if r["client"] == ex.client]
     assert [r["method"] for r in recs] == ["GET"], recs
+
+
+def wget(gw, url, cafile):
+    """GNU wget (GnuTLS) through sluice, trusting only `cafile`."""
+    return subprocess.run(["wget", "-q", "-O", "-", "--tries=1", "--timeout=20",
+                           "--ca-certificate=" + cafile, url],
+                          capture_output=True, timeout=60,
+                          env=clean_env(https_proxy=gw.sluice.proxy_url))
+
+
+def closed_at_once_lines(gw, host):
+    return [l for l in gw.sluice.stderr().splitlines()
+            if "closed its tunnel to %s right after the TLS handshake" % host in l]
+
+
+def test_a_gnutls_client_that_does_not_trust_the_ca_is_named_on_stderr(tgw, bed):
+    """wget (GnuTLS) checks sluice's certificate once the handshake is over and, not trusting
+    it, closes the tunnel with no alert and no byte: the record says client_closed with proto
+    http/1.1 (the handshake was done), and stderr names the client like one that refused the
+    certificate, with the CA file (it said nothing: issue 34, item 4). With the sandbox's CA,
+    wget fetches, and no such line is written."""
+    mark = tgw.audit.mark()
+    r = wget(tgw, tgw.url("second.test", "/whoami.txt"), bed.pki.test_ca.cert)
+    assert r.returncode == 5, (r.returncode, r.stderr)  # wget: SSL verification failure
+    rec = tgw.audit.one(mark, lambda r: r["method"] == "CONNECT")
+    expect.record(rec, decision="allow", status=200, error="client_closed", proto="http/1.1",
+                  url="https://second.test:%d" % tgw.t)
+    lines = closed_at_once_lines(tgw, "second.test")
+    assert len(lines) == 1, tgw.sluice.stderr()[-2000:]
+    assert "sandbox 'sbx1'" in lines[0] and tgw.sluice.ca_pem in lines[0], lines[0]
+    assert " info " in lines[0] and "GnuTLS" in lines[0], lines[0]
+
+    before = len(closed_at_once_lines(tgw, "allowed.test"))
+    mark = tgw.audit.mark()
+    r = wget(tgw, tgw.url("allowed.test", "/whoami.txt"), tgw.sluice.ca_pem)
+    assert (r.returncode, r.stdout) == (0, b"allowed.test\n"), r.stderr
+    tgw.audit.one(mark, lambda r: r["method"] == "GET")
+    assert len(closed_at_once_lines(tgw, "allowed.test")) == before
+
+
+def test_a_tunnel_kept_open_a_while_before_its_close_is_not_named(tgw):
+    """A client that opened its tunnel ahead of use and closed it unused a second later (a
+    browser's preconnect) is no sign of a certificate it refused: on record, not on stderr."""
+    mark = tgw.audit.mark()
+    sock, answer, _ = connect_tunnel(tgw.sluice.address, "api.allowed.test:%d" % tgw.t)
+    client = "%s:%d" % sock.getsockname()
+    context = ssl.create_default_context(cafile=tgw.sluice.ca_pem)
+    context.set_alpn_protocols(["http/1.1"])
+    tls = context.wrap_socket(sock, server_hostname="api.allowed.test")
+    time.sleep(1.5)
+    tls.close()
+    rec = tgw.audit.one(mark, lambda r: r["client"] == client)
+    expect.record(rec, error="client_closed", proto="http/1.1")
+    assert closed_at_once_lines(tgw, "api.allowed.test") == []

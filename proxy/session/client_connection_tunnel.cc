@@ -63,9 +63,10 @@ void ClientConnection::onHandshakeFailed(const tls::Failure& failure) {
 }
 
 void ClientConnection::hintTheCaFile(std::string_view cause, std::string_view what) {
-  const std::string key = facts_.host + "\n" + std::string(cause);
+  // `cause` names the host: it is the key (one line a minute per sandbox, name and cause).
   std::uint64_t suppressed = 0;
-  if (!binding_.runtime().certificate_refusals.take(key, uv_now(ctx_.loop), suppressed)) {
+  if (!binding_.runtime().certificate_refusals.take(std::string(cause), uv_now(ctx_.loop),
+                                                     suppressed)) {
     return;
   }
   spdlog::info(

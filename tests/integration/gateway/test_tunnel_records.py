@@ -113,14 +113,21 @@ def test_a_tunnel_closed_before_its_client_hello_is_client_closed(tgw):
     tunnel_record(tgw, mark, client, "client_closed")
 
 
+def handshaken_tunnel(gw, host):
+    """A tunnel to host:T whose TLS handshake (ALPN http/1.1, trusting the sandbox's CA) is
+    done, nothing sent in it: (the TLS socket, the client's address)."""
+    sock, answer, _ = connect_tunnel(gw.sluice.address, "%s:%d" % (host, gw.t))
+    assert answer.status == 200, answer
+    client = "%s:%d" % sock.getsockname()
+    context = ssl.create_default_context(cafile=gw.sluice.ca_pem)
+    context.set_alpn_protocols(["http/1.1"])
+    return context.wrap_socket(sock, server_hostname=host), client
+
+
 def test_a_tunnel_closed_after_its_handshake_is_client_closed_with_its_proto(tgw):
     """TLS completed (ALPN http/1.1), then close_notify and no request."""
     mark = tgw.audit.mark()
-    sock, answer, _ = connect_tunnel(tgw.sluice.address, "allowed.test:%d" % tgw.t)
-    client = "%s:%d" % sock.getsockname()
-    context = ssl.create_default_context(cafile=tgw.sluice.ca_pem)
-    context.set_alpn_protocols(["http/1.1"])
-    tls = context.wrap_socket(sock, server_hostname="allowed.test")
+    tls, client = handshaken_tunnel(tgw, "allowed.test")
     tls.unwrap().close()
     tunnel_record(tgw, mark, client, "client_closed", proto="http/1.1")
 
@@ -195,11 +202,7 @@ def test_a_tunnel_kept_open_a_while_before_its_close_is_not_named(tgw):
     """A client that opened its tunnel ahead of use and closed it unused a second later (a
     browser's preconnect) is no sign of a certificate it refused: on record, not on stderr."""
     mark = tgw.audit.mark()
-    sock, answer, _ = connect_tunnel(tgw.sluice.address, "api.allowed.test:%d" % tgw.t)
-    client = "%s:%d" % sock.getsockname()
-    context = ssl.create_default_context(cafile=tgw.sluice.ca_pem)
-    context.set_alpn_protocols(["http/1.1"])
-    tls = context.wrap_socket(sock, server_hostname="api.allowed.test")
+    tls, client = handshaken_tunnel(tgw, "api.allowed.test")
     time.sleep(1.5)
     tls.close()
     rec = tgw.audit.one(mark, lambda r: r["client"] == client)

@@ -4,8 +4,9 @@
 //
 // Cost model (docs/threat-model.md#resource-exhaustion): the sandbox has ONE leaf key (EC P-256),
 // generated when the cache is built and shared by every leaf, so a new host costs one signature,
-// never a key generation. Minting happens only for a host the caller has already allowed (the
-// policy decision comes first; this class makes no decision and knows no connection).
+// never a key generation. Minting happens only for a host the caller has already decided on:
+// allowed, or refused in band (docs/wire.md#refusals-in-band), which is paid for from the
+// sandbox's own limits. The decision comes first; this class makes none and knows no connection.
 //
 // Leaves are short-lived (docs/wire.md#tls-toward-the-sandbox): valid from an hour ago (tolerating
 // a sandbox clock a little behind) for 24 hours, clamped to the CA's own validity, and re-minted

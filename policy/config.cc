@@ -35,6 +35,16 @@ std::string_view toString(OriginalDst o) {
   return "unknown";
 }
 
+std::string_view toString(Refusal r) {
+  switch (r) {
+    case Refusal::InBand:
+      return "in_band";
+    case Refusal::AtConnect:
+      return "at_connect";
+  }
+  return "unknown";
+}
+
 // Linear scans: a configuration has a handful of each, and these run at startup and reload,
 // not per request (a session holds the Sandbox it was accepted for).
 const Sandbox* Config::findSandbox(std::string_view name) const {

@@ -59,6 +59,11 @@ enum class SandboxMode : std::uint8_t { Enforce, Report };
 enum class OriginalDst : std::uint8_t { Ignore, RequireMatch };
 std::string_view toString(SandboxMode m);
 std::string_view toString(OriginalDst o);
+// Where a sandbox's tunnel to a target its policy refuses is refused
+// (docs/wire.md#refusals-in-band): inside the tunnel, each request answered with the refusal (a client shows that answer), or at
+// the CONNECT (a redirected connection: at its ClientHello, with an alert).
+enum class Refusal : std::uint8_t { InBand, AtConnect };
+std::string_view toString(Refusal r);
 
 // What one sandbox may use of the gateway, so that one busy or flooding sandbox cannot starve
 // the others (limits.per_sandbox, overridden key by key by a sandbox's own `limits`). nullopt
@@ -89,6 +94,7 @@ struct Sandbox {
   std::shared_ptr<const Policy> policy;
   SandboxMode mode = SandboxMode::Enforce;
   OriginalDst original_dst = OriginalDst::Ignore;
+  Refusal refusal = Refusal::InBand;
   std::optional<std::string> audit_path;
   SandboxLimits limits;               // effective: the sandbox's own, else limits.per_sandbox
   std::string source_file;            // the file the entry came from

@@ -68,7 +68,7 @@ void readPolicyName(YamlWalker& walker, const YamlValue& value, const LoadState&
 void readSandbox(YamlWalker& walker, const YamlValue& value, LoadState& state) {
   MapReader map(walker, value,
                 {"name", "listen", "transparent", "dns_listen", "ca", "policy", "mode",
-                 "original_dst", "audit", "limits"});
+                 "original_dst", "refusal", "audit", "limits"});
   if (!map.isMap()) {
     return;
   }
@@ -117,6 +117,11 @@ void readSandbox(YamlWalker& walker, const YamlValue& value, LoadState& state) {
             readWord(walker, v, "an original_dst setting", {"ignore", "require_match"})) {
       sandbox.original_dst =
           *setting == "require_match" ? OriginalDst::RequireMatch : OriginalDst::Ignore;
+    }
+  });
+  map.read("refusal", [&](const YamlValue& v) {
+    if (auto setting = readWord(walker, v, "a refusal setting", {"in_band", "at_connect"})) {
+      sandbox.refusal = *setting == "at_connect" ? Refusal::AtConnect : Refusal::InBand;
     }
   });
   map.read("audit", [&](const YamlValue& v) {

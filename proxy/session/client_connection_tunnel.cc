@@ -89,14 +89,18 @@ void ClientConnection::recordQuietTunnel() {
   const bool tunnel =
       facts_.route == Route::Tunnel ||
       (state_ == ConnectionState::ReadingClientHello && facts_.mode == audit::Mode::Connect);
-  if (!tunnel || audited_) {
+  // (A tunnel refused in band has its record, from its refusal: the hint below still applies.)
+  const bool refused = facts_.refused_in_band != policy::Reason::None;
+  if (!tunnel || (audited_ && !refused)) {
     return;
   }
   const bool spoken = transport_.secure() && transport_.tls().handshakeDone() && codec_;
   // (No cause noted: the sandbox's side ended it, a GOAWAY or a TLS close without a request.)
   const audit::Error end =
       tunnel_end_ == audit::Error::None ? audit::Error::ClientClosed : tunnel_end_;
-  opening_.recordQuiet(spoken ? codec_->protocol() : audit::Proto::None, end);
+  if (!refused) {
+    opening_.recordQuiet(spoken ? codec_->protocol() : audit::Proto::None, end);
+  }
   // A GnuTLS client (wget, apt's https method) checks sluice's certificate once the handshake is
   // over and, not trusting it, closes without an alert or a byte: on record as client_closed,
   // and named like a client that refused the certificate (docs/audit.md#errors).

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/ascii.h"
 #include "policy/authority.h"
+#include "policy/refusal.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
 #include "proxy/session/exchange/denial.h"
@@ -16,6 +18,13 @@ using tls::kAlertDecodeError;
 using tls::kAlertHandshakeFailure;
 using tls::kAlertInternalError;
 using tls::kAlertUnrecognizedName;
+
+// A client that would rather have the refusal as the CONNECT's answer says so
+// (docs/wire.md#refusals-in-band).
+bool asksForRefusalAtConnect(const http::RequestHead& head) {
+  std::optional<std::string_view> asked = head.headers.find("sluice-refusal");
+  return asked && ascii::iequals(*asked, "at_connect");
+}
 
 }  // namespace
 
@@ -67,8 +76,15 @@ void TunnelOpening::onConnect(const http::RequestHead& head, std::string_view re
       refuseConnect(d.reason, explainIpDenied(host, record_.denied_addrs, d.rule));
       return;
     }
-    refuseConnect(d.reason,
-                  explainDenial(d.reason, host_.sandbox().name, host, "CONNECT", facts_.authority));
+    const std::string detail =
+        explainDenial(d.reason, {.sandbox = host_.sandbox().name, .host = host,
+                                 .port = facts_.port, .scheme = policy::Scheme::Https,
+                                 .method = "CONNECT", .target = facts_.authority});
+    if (policy::refusesInBand(host_.sandbox(), d, facts_.port) && !asksForRefusalAtConnect(head)) {
+      refuseInBand(d.reason, detail, rest);
+      return;
+    }
+    refuseConnect(d.reason, detail);
     return;
   }
   record_.verdict = d.verdict;
@@ -177,16 +193,26 @@ void TunnelOpening::processClientHello() {
   policy::Decision d = policy::decide(host_.sandbox(), facts);
   record_.rule = d.rule != nullptr ? d.rule->name : std::string();
   if (!d.forwards()) {
-    refuse(d.reason, kAlertUnrecognizedName, facts_.sni);
-    return;
+    // Refused in band (docs/wire.md#refusals-in-band): after a CONNECT refused so, a ClientHello
+    // that names H; a redirected connection's whose refusal a rule could lift. Anything else
+    // (another name, no name) gets its alert.
+    const bool in_band = policy::refusesInBand(host_.sandbox(), d, facts_.port) &&
+                         (transparent || facts_.refused_in_band != policy::Reason::None);
+    if (!in_band) {
+      refuse(d.reason, kAlertUnrecognizedName, facts_.sni);
+      return;
+    }
+    if (transparent && !refuseHelloInBand(d.reason)) {
+      return;
+    }
   }
-  if (transparent) {
+  if (transparent && d.forwards()) {
     record_.verdict = d.verdict;  // (after a CONNECT, the CONNECT's stands)
     record_.policy_reason = d.reason;
   }
 
   // Mint (or take from the cache) a leaf for H only now, after the decision: a name the policy
-  // refuses never costs a signature.
+  // refuses costs a signature only when it is refused in band, a request of the sandbox's rate.
   auto leaf = side_.runtime().leaves->get(d.host.text());
   if (!leaf) {
     spdlog::error("[C{}] cannot mint a certificate for {}: {}", facts_.id, d.host.text(),
@@ -235,6 +261,19 @@ bool TunnelOpening::handshake() {
 }
 
 void TunnelOpening::refuse(policy::Reason reason, std::uint8_t alert, std::string_view detail) {
+  // On record like a refused request (None: sluice's own failure: no request, no record; a
+  // tunnel refused in band has its record already, from its CONNECT).
+  std::string over_rate;
+  if (reason != policy::Reason::None && facts_.refused_in_band == policy::Reason::None) {
+    reason = settle(reason, detail, over_rate);
+  } else {
+    reason = policy::Reason::None;
+  }
+  endWithoutTls(reason, alert, detail);
+}
+
+void TunnelOpening::endWithoutTls(policy::Reason reason, std::uint8_t alert,
+                                  std::string_view detail) {
   host_.flushCorked();
   SPDLOG_DEBUG("[C{}] refuse tunnel {}: {}", facts_.id, policy::toString(reason), detail);
   if (alert != 0) {
@@ -242,20 +281,36 @@ void TunnelOpening::refuse(policy::Reason reason, std::uint8_t alert, std::strin
     transport_.writeRaw(
         std::string_view(reinterpret_cast<const char*>(record.data()), record.size()));
   }
-  // On record like a refused request (None: sluice's own failure: no request, no record).
   if (reason != policy::Reason::None) {
-    std::string over_rate;
-    reason = settle(reason, detail, over_rate);
     write(policy::Verdict::Deny, reason, 0);
   }
   transport_.dropTls();  // nothing polite to say over a TLS session that never was
   host_.finishConnection();
 }
 
+bool TunnelOpening::refuseHelloInBand(policy::Reason reason) {
+  std::string_view detail = facts_.sni;
+  std::string over_rate;
+  const policy::Reason settled = settle(reason, detail, over_rate);
+  if (settled != reason) {
+    endWithoutTls(settled, kAlertUnrecognizedName, detail);  // over the rate: no handshake
+    return false;
+  }
+  // The tunnel's record now, with no status (no HTTP was answered): what happens inside has
+  // records of its own.
+  write(policy::Verdict::Deny, reason, 0);
+  facts_.refused_in_band = reason;
+  return true;
+}
+
 void TunnelOpening::refuseConnect(policy::Reason reason, std::string_view detail) {
-  Cork cork(side_);  // the record reaches the OS before the answer
   std::string over_rate;
   reason = settle(reason, detail, over_rate);
+  answerConnect(reason, detail);
+}
+
+void TunnelOpening::answerConnect(policy::Reason reason, std::string_view detail) {
+  Cork cork(side_);  // the record reaches the OS before the answer
   record_.verdict = policy::Verdict::Deny;
   record_.refusal = reason;
   std::string answer;
@@ -266,6 +321,35 @@ void TunnelOpening::refuseConnect(policy::Reason reason, std::string_view detail
   }
   write(policy::Verdict::Deny, reason, policy::reasonInfo(reason).http_status);
   host_.finishConnection();  // a denied connection is not kept (docs/wire.md#denials)
+}
+
+void TunnelOpening::refuseInBand(policy::Reason reason, std::string_view detail,
+                                 std::string_view rest) {
+  // A refusal like any: a token of the rate (beyond it, the CONNECT gets its 429: a limit is
+  // never carried in band) and its log line.
+  std::string over_rate;
+  const policy::Reason settled = settle(reason, detail, over_rate);
+  if (settled != reason) {
+    answerConnect(settled, detail);
+    return;
+  }
+  {
+    Cork cork(side_);  // the tunnel's record reaches the OS before its 200
+    record_.verdict = policy::Verdict::Deny;
+    record_.refusal = reason;
+    write(policy::Verdict::Deny, reason, 200);
+    facts_.refused_in_band = reason;
+    facts_.mode = audit::Mode::Connect;
+    hello_.assign(rest);
+    transport_.writeRaw("HTTP/1.1 200 Connection established\r\n\r\n");
+  }
+  if (host_.closing()) {
+    return;
+  }
+  host_.transition(ConnectionState::ReadingClientHello);
+  if (!hello_.empty()) {
+    processClientHello();
+  }
 }
 
 // The tunnel's own facts (no request yet): H and its port, over TLS.

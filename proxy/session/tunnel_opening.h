@@ -7,11 +7,15 @@
 // disagree are a bypass). A tunnel that gets no TLS session ends with an alert where one can be
 // sent (docs/wire.md#tunnels-that-get-no-tls-session), and its record.
 //
+// A tunnel the policy refuses is refused in band where it can be (policy/refusal.h,
+// docs/wire.md#refusals-in-band): it opens as an allowed one would, with
+// ConnectionFacts::refused_in_band set, and each request inside gets the refusal.
+//
 // The tunnel is no request: the requests inside it are the codec's, each with its record. The
 // tunnel's record is kept here, from the CONNECT (or the ClientHello) on: written when the
-// tunnel is refused, when it ends without carrying a request, or when the sandbox made it fail
-// (docs/audit.md#when-a-record-is-written). So are the connection's refusals before any request
-// (a connection over a limit).
+// tunnel is refused (in band too), when it ends without carrying a request, or when the sandbox
+// made it fail (docs/audit.md#when-a-record-is-written). So are the connection's refusals
+// before any request (a connection over a limit).
 //
 // Part of a ClientConnection (OpeningHost), which owns it beside the facts and the transport it
 // works on; it moves the connection through ReadingProxyHead (a CONNECT), Sniffing,
@@ -97,8 +101,18 @@ class TunnelOpening {
   // Refuses a tunnel whose TLS never started: an alert where one can be sent (0: none), its
   // record (none for Reason::None: sluice's own failure), then the connection ends.
   void refuse(policy::Reason reason, std::uint8_t alert, std::string_view detail);
-  // Refuses the CONNECT with sluice's HTTP/1.1 answer (403, 503...) and its record.
+  // The same for a refusal already settled (None: no record).
+  void endWithoutTls(policy::Reason reason, std::uint8_t alert, std::string_view detail);
+  // A redirected connection's ClientHello refused in band: its token, log line and record.
+  // False when it is over the rate instead (then refused with an alert: the connection ends).
+  bool refuseHelloInBand(policy::Reason reason);
+  // Refuses the CONNECT with sluice's HTTP/1.1 answer (403, 503...) and its record;
+  // answerConnect() for a refusal already settled.
   void refuseConnect(policy::Reason reason, std::string_view detail);
+  void answerConnect(policy::Reason reason, std::string_view detail);
+  // Refuses the CONNECT in band (docs/wire.md#refusals-in-band): the tunnel's record (deny, the
+  // CONNECT's 200), then the tunnel opens as an allowed one would, to carry the refusal.
+  void refuseInBand(policy::Reason reason, std::string_view detail, std::string_view rest);
   // A refusal's token of the sandbox's rate (beyond it, every refusal is rate_limited) and its
   // log line; the reason and detail that stand.
   policy::Reason settle(policy::Reason reason, std::string_view& detail, std::string& over_rate);

@@ -80,7 +80,7 @@ Http2Client::~Http2Client() {
 }
 
 bool Http2Client::open() {
-  authority_ = "origin.test:" + std::to_string(bed_.tlsOrigin().port());
+  authority_ = options_.host + ":" + std::to_string(bed_.tlsOrigin().port());
   peer_ = &bed_.connectClient();
   peer_->write("CONNECT " + authority_ + " HTTP/1.1\r\nHost: " + authority_ + "\r\n\r\n");
   bed_.runUntil([&] {
@@ -92,7 +92,7 @@ bool Http2Client::open() {
     return false;
   }
   peer_->received().clear();
-  peer_->startTlsClient(bed_.sandboxCaFile(), "origin.test", MemoryTls::Alpn::H2);
+  peer_->startTlsClient(bed_.sandboxCaFile(), options_.host, MemoryTls::Alpn::H2);
   bed_.runUntil([&] {
     return peer_->tls()->handshakeDone() || peer_->tls()->failed() ||
            peer_->end() != LoopPeer::End::Open;

@@ -47,6 +47,8 @@ struct Http2ClientOptions {
   // sluice's SETTINGS acknowledged as they come; false: only by acknowledgeSettings(), so a
   // test can act in the window before they are in force (RFC 9113 section 6.5.3).
   bool acknowledge_settings = true;
+  // The name the tunnel is opened to (CONNECT and SNI), on the TLS origin's port.
+  std::string host = "origin.test";
 };
 
 class Http2Client {
@@ -90,8 +92,9 @@ class Http2Client {
   Http2Client& operator=(const Http2Client&) = delete;
 
   // A new client of the bed: CONNECT origin.test:<the TLS origin's port>, TLS with SNI
-  // origin.test offering h2, then the preface and SETTINGS. True once sluice chose h2, its
-  // SETTINGS came (acknowledged) and it acknowledged the client's; a failure says which step.
+  // origin.test (or Options::host) offering h2, then the preface and SETTINGS. True once sluice
+  // chose h2, its SETTINGS came (acknowledged) and it acknowledged the client's; a failure says
+  // which step.
   bool open();
   // origin.test:<port>: the tunnel's authority, which a stream's :authority names.
   const std::string& authority() const { return authority_; }

@@ -58,6 +58,10 @@ struct ConnectionFacts {
   // The ClientHello's server name (TLS only).
   policy::SniState sni_state = policy::SniState::Unknown;
   std::string sni;  // as received (raw)
+  // The tunnel was refused in band for this reason (docs/wire.md#refusals-in-band): it opened
+  // with a leaf for H only to answer each request inside with a refusal; none reaches an origin.
+  // None: an allowed tunnel, or no tunnel.
+  policy::Reason refused_in_band = policy::Reason::None;
 };
 
 class ClientSide {

@@ -18,21 +18,32 @@ std::string denialPhrase(int status, policy::Reason reason) {
   return phrase;
 }
 
-std::string explainDenial(policy::Reason reason, std::string_view sandbox, std::string_view host,
-                          std::string_view method, std::string_view target) {
-  std::string h(host);
-  std::string s(sandbox);
+std::string explainDenial(policy::Reason reason, const DeniedRequest& request) {
+  std::string h(request.host);
+  const std::string in = " in sandbox " + std::string(request.sandbox);
   switch (reason) {
     case policy::Reason::NotAllowedHost:
-      return h + " is not in the policy of sandbox " + s;
-    case policy::Reason::NotAllowedPort:
-      return "this port is not allowed for " + h;
-    case policy::Reason::NotAllowedScheme:
-      return "this scheme is not allowed for " + h;
+      return h + " is not in the policy of sandbox " + std::string(request.sandbox) +
+             "; a rule would need hosts: [" + h + "]";
+    case policy::Reason::NotAllowedPort: {
+      const std::string port = std::to_string(request.port);
+      return "port " + port + " is not allowed for " + h + in + "; a rule would need ports: [" +
+             port + "]";
+    }
+    case policy::Reason::NotAllowedScheme: {
+      const std::string scheme(policy::toString(request.scheme));
+      return scheme + " is not allowed for " + h + in + "; a rule would need schemes: [" +
+             scheme + "]";
+    }
     case policy::Reason::NotAllowedMethod:
-      return std::string(method) + " is not allowed for " + h;
-    case policy::Reason::NotAllowedPath:
-      return std::string(target) + " is not allowed for " + h;
+      return std::string(request.method) + " is not allowed for " + h + in +
+             "; a rule would need methods: [" + std::string(request.method) + "]";
+    case policy::Reason::NotAllowedPath: {
+      // A rule's paths are prefixes of the path, never of the query.
+      const std::string_view path = request.target.substr(0, request.target.find('?'));
+      return std::string(request.target) + " is not allowed for " + h + in +
+             "; a rule would need paths: [" + std::string(path) + "] or a prefix of it";
+    }
     case policy::Reason::BadHost:
       return "not a valid host name: " + h;
     case policy::Reason::IpLiteral:

@@ -28,10 +28,21 @@ std::string_view reasonPhrase(int status);
 // of a failure (docs/wire.md#denials).
 std::string denialPhrase(int status, policy::Reason reason);
 
-// A one-line explanation of a policy denial for the response body: what was asked and why it
-// is not allowed. `host` is canonical H (or H as received when it is not a valid name).
-std::string explainDenial(policy::Reason reason, std::string_view sandbox, std::string_view host,
-                          std::string_view method, std::string_view target);
+// What was asked, for the explanation of its refusal.
+struct DeniedRequest {
+  std::string_view sandbox;
+  std::string_view host;  // canonical H (or H as received when it is not a valid name)
+  std::uint16_t port = 0;
+  policy::Scheme scheme = policy::Scheme::Https;
+  std::string_view method;  // "CONNECT" for a tunnel
+  std::string_view target;  // the origin-form target (a tunnel: its authority)
+};
+
+// A one-line explanation of a policy denial for the response body and the log line: what was
+// asked, why it is not allowed and, where one key of a rule would allow it, that key
+// (docs/wire.md#denials): a user reading the refusal in the client's error knows what to ask
+// the operator for.
+std::string explainDenial(policy::Reason reason, const DeniedRequest& request);
 
 // ip_denied: the addresses of H the checks refused (the first kMaxAddresses of `addresses`, all
 // refused when the reason is ip_denied), each with why, into `out` (cleared first).

@@ -184,6 +184,12 @@ void Exchange::decide() {
   if (overRequestRate()) {
     return;
   }
+  if (host_.facts().refused_in_band != policy::Reason::None && d.forwards()) {
+    // A tunnel refused in band carries no request to an origin (docs/wire.md#refusals-in-band),
+    // whatever a reload has allowed since it opened: its requests get the tunnel's refusal.
+    d.verdict = policy::Verdict::Deny;
+    d.reason = host_.facts().refused_in_band;
+  }
   if (!d.forwards()) {
     refuse(d, record_.host.empty() ? record_.target_host : record_.host, record_.method,
            record_.origin_target);
@@ -288,7 +294,10 @@ bool Exchange::holdsMore() const {
 void Exchange::refuse(const policy::Decision& decision, std::string_view host,
                       std::string_view method, std::string_view target) {
   if (decision.reason != policy::Reason::IpDenied) {
-    deny(decision.reason, explainDenial(decision.reason, sandbox().name, host, method, target));
+    deny(decision.reason,
+         explainDenial(decision.reason, {.sandbox = sandbox().name, .host = host,
+                                         .port = record_.port, .scheme = record_.scheme,
+                                         .method = method, .target = target}));
     return;
   }
   // The addresses decide() checked: an IP-literal H is its own; else what the connector

@@ -97,6 +97,23 @@ def record(rec, **want):
                 key, rec.get(key), value, rec)
 
 
+def in_band_refusal(gw, mark, ex, reason, name, port):
+    """A tunnel refused in band (docs/wire.md#refusals-in-band): its CONNECT answered 200, a
+    handshake with sluice's leaf for `name`, the request inside refused for `reason`, then the
+    connection closed. On record: the tunnel's (its CONNECT's 200), then the request's. Returns
+    both records."""
+    assert ex.connect is not None and ex.connect.status == 200, ex.connect
+    assert ex.peer_names == [name], ex.peer_names
+    denial(ex, 403, reason)
+    closed(ex)
+    recs = gw.audit.wait(mark, lambda r: r["client"] == ex.client, 2)
+    assert len(recs) == 2, recs
+    connect_denial_record(recs[0], reason, name, port, status=200)
+    record(recs[1], sandbox="sbx1", mode="connect", decision="deny", reason=reason, status=403,
+           sni=name, upstream=None, addrs=[])
+    return recs
+
+
 def connect_denial_record(rec, reason, name, port, status=403):
     """The one record of a CONNECT refused before any tunnel. With no request inside, the
     target must be in `host` or `url` (host as the CONNECT's Host header, or

@@ -30,7 +30,7 @@ from http1 import ConnectionClosed, HttpReader, request_bytes
 from netutil import free_port, wait_until
 from sluice_proc import PROXY_ADDRESS, bed_rules
 from soak_bed import fd_kinds, upstream_sockets
-from tlsraw import HandshakeFailed, TLSStream, connect_tunnel
+from tlsraw import AT_CONNECT, HandshakeFailed, TLSStream, connect_tunnel
 
 MIB = 1 << 20
 ORIGIN_ADDRESS = {"allowed.test": "127.0.0.20", "h2.test": H2_ADDRESS}
@@ -402,7 +402,8 @@ def audit_flood(sluice, admin, bed, gateway, streams=2000, path_bytes=8000, seco
               stream_window=1 << 20, replenish=True)
     try:
         r.read_for(5, until=lambda: r.frames_in.get(4, 0) >= 1)
-        refused = gateway.tunnel("other.test")  # its record is the first that cannot be written
+        # Refused at the CONNECT: its record is the first that cannot be written.
+        refused = gateway.tunnel("other.test", connect_headers=AT_CONNECT)
         admin.wait_for(lambda s: None if s.value("sluice_audit_unavailable", path=audit_path)
                        == 1 else "the audit file still counts as writable", "audit unavailable")
         records_before, bytes_before = audit_pending(admin, audit_path)

@@ -21,6 +21,7 @@ from netutil import clean_env, free_port, read_text
 from sluice_proc import PROXY_ADDRESS
 from soak_dns import SoakResolver
 from soak_load import Plan, Proxy, Request, markers_of
+from tlsraw import AT_CONNECT
 
 FAULT_ADDRESS = "127.0.0.71"
 RESOLVER_ADDRESS = "127.0.0.73"
@@ -190,9 +191,10 @@ class SoakPlans:
 
     def denied(self, rng):
         which = rng.randrange(4)
-        if which == 0:  # a name no rule matches: refused at the CONNECT, never resolved
+        if which == 0:  # a name no rule matches: refused at the CONNECT (asked for: one
+            # record per marker), never resolved. In band: test_refusals_in_band.py.
             return Plan("denied", "tunnel", "m{m}.denied.test", self.t, connect_marker=True,
-                        connect_expect=frozenset({403}))
+                        connect_expect=frozenset({403}), connect_fields=AT_CONNECT)
         if which == 1:  # a method the plain rule does not allow
             return Plan("denied", "forward", "allowed.test", self.p,
                         [Request("DELETE", "/whoami.txt?m={m}", expect=_denied(403),

@@ -55,6 +55,7 @@ class Plan:
     requests: list = field(default_factory=list)
     connect_marker: bool = False  # the name holds "{m}": a CONNECT refused by name
     connect_expect: frozenset = frozenset({200})
+    connect_fields: tuple = ()  # more fields of the CONNECT
 
 
 @dataclass
@@ -79,8 +80,9 @@ class _Reader(HttpReader):
         return self._body(resp, method)
 
 
-def _head_bytes(method, target, host, keep_alive=True):
+def _head_bytes(method, target, host, keep_alive=True, fields=()):
     lines = ["%s %s HTTP/1.1" % (method, target), "Host: " + host, "User-Agent: sluice-soak"]
+    lines += ["%s: %s" % kv for kv in fields]
     if not keep_alive:
         lines.append("Connection: close")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
@@ -126,7 +128,8 @@ def run_plan(proxy, plan, outcomes):
                             expect=frozenset((s, True) for s in plan.connect_expect))
             try:
                 reader = _Reader(stream)
-                _exchange(stream, reader, _head_bytes("CONNECT", authority, authority),
+                _exchange(stream, reader, _head_bytes("CONNECT", authority, authority,
+                                                      fields=plan.connect_fields),
                           "CONNECT", first)
             except FAILURES as e:
                 first.error = _error_text(e)

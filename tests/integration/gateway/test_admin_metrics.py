@@ -26,6 +26,7 @@ from netutil import read_until_closed, signal_handled, wait_until
 from oracles import DnsMark, get, marker
 from reload_util import rewrite_config, sighup
 from sandbox_pair import A, B, two_sandboxes
+from tlsraw import AT_CONNECT
 
 SBX = "sbx1"
 
@@ -164,20 +165,24 @@ def test_requests_bytes_and_durations_equal_the_audit_log(make_admin, bed):
     assert_ok(ex, b"allowed.test\n")
     seen.append((ex, 1))
 
+    # (exchange, status, reason, records): a tunnel refused in band has its own record and its
+    # request's (docs/audit.md#when-a-record-is-written); one refused at the CONNECT, one.
     denials = [
-        (g.tunnel("evil.test", [get("/", "evil.test")]), 403, "not_allowed_host"),
+        (g.tunnel("evil.test", [get("/", "evil.test")]), 403, "not_allowed_host", 2),
+        (g.tunnel("evil.test", connect_headers=AT_CONNECT), 403, "not_allowed_host", 1),
         (g.tunnel("api.allowed.test", [get("/v1/private/secret.txt", "api.allowed.test")]),
-         403, "not_allowed_path"),
+         403, "not_allowed_path", 1),
         (g.tunnel("api.allowed.test", [request_bytes("POST", "/v1/public/hello.txt",
                                                      "api.allowed.test", body=b"x")]),
-         403, "not_allowed_method"),
-        (fwd_get(g, "evil.test", "/?d=" + m), 403, "not_allowed_host"),
-        (g.tunnel("loop.wild.test", [get("/", "loop.wild.test")]), 403, "ip_denied"),
-        (g.tunnel("nx-%s.wild.test" % m, [get("/", "nx-%s.wild.test" % m)]), 502, "dns_failed"),
+         403, "not_allowed_method", 1),
+        (fwd_get(g, "evil.test", "/?d=" + m), 403, "not_allowed_host", 1),
+        (g.tunnel("loop.wild.test", [get("/", "loop.wild.test")]), 403, "ip_denied", 1),
+        (g.tunnel("nx-%s.wild.test" % m, [get("/", "nx-%s.wild.test" % m)]), 502, "dns_failed",
+         1),
     ]
-    for ex, status, reason in denials:
+    for ex, status, reason, records in denials:
         expect.denial(ex, status, reason)
-        seen.append((ex, 1))
+        seen.append((ex, records))
 
     mark = 0  # a fresh sluice: the whole log is this test's
     total = sum(n for _, n in seen)
@@ -222,7 +227,8 @@ def test_connections_active_follows_idle_keepalive_tunnels(make_admin):
 
 def test_certs_minted_counts_distinct_hosts(make_admin):
     """Edge case: a leaf is minted once per host: allowed.test twice and second.test twice
-    make 2; a CONNECT refused before TLS mints nothing."""
+    make 2; a tunnel refused in band mints one for its name (docs/wire.md#refusals-in-band),
+    once however often it is refused; a CONNECT refused at the CONNECT mints nothing."""
     g, admin = make_admin()
     admin.wait_for(certs(SBX, 0), "no certificate before any tunnel")
     for host, want in (("allowed.test", 1), ("allowed.test", 1), ("second.test", 2),
@@ -231,9 +237,15 @@ def test_certs_minted_counts_distinct_hosts(make_admin):
         assert_ok(ex, (host + "\n").encode())
         assert ex.peer_names == [host]  # the handshake used the minted (or cached) leaf
         admin.wait_for(certs(SBX, want), "%d minted after a tunnel to %s" % (want, host))
-    expect.denial(g.tunnel("evil.test", [get("/", "evil.test")]), 403, "not_allowed_host")
-    scrape = admin.wait_for(certs(SBX, 2), "no leaf for a refused CONNECT")
-    assert scrape.value("sluice_certs_minted_total", sandbox=SBX) == 2
+    for _ in range(2):
+        ex = g.tunnel("evil.test", [get("/", "evil.test")])
+        expect.denial(ex, 403, "not_allowed_host")
+        assert ex.peer_names == ["evil.test"]
+        admin.wait_for(certs(SBX, 3), "one leaf for the name refused in band")
+    expect.denial(g.tunnel("refused-early.test", connect_headers=AT_CONNECT), 403,
+                  "not_allowed_host")
+    scrape = admin.wait_for(certs(SBX, 3), "no leaf for a CONNECT refused at the CONNECT")
+    assert scrape.value("sluice_certs_minted_total", sandbox=SBX) == 3
 
 
 # --- 4. dns_queries_total ---------------------------------------------------------------------
@@ -525,11 +537,12 @@ def test_two_sandboxes_each_series_carries_its_sandbox(make_admin, bed):
                   "not_allowed_host")
     expect.denial(fwd_get(gb, "allowed.test", "/"), 403, "not_allowed_host")
 
-    recs_a = ga.audit.wait(0, count=3)
-    recs_b = gb.audit.wait(0, count=4)
+    # Each tunnel refused in band: its record and its request's.
+    recs_a = ga.audit.wait(0, count=4)
+    recs_b = gb.audit.wait(0, count=5)
     assert {r["sandbox"] for r in recs_a} == {A} and {r["sandbox"] for r in recs_b} == {B}
     records = ga.audit.records() + gb.audit.records()
-    assert len(records) == 7, records
+    assert len(records) == 9, records
     scrape = admin.wait_for(agrees_with(records, [A, B]), "per-sandbox metrics")
     for name in ("sluice_connections_active", "sluice_certs_minted_total"):
         assert {dict(k)["sandbox"] for k in scrape.series(name)} == {A, B}, name
@@ -540,7 +553,8 @@ def test_two_sandboxes_each_series_carries_its_sandbox(make_admin, bed):
             scrape.histogram_series("sluice_request_duration_seconds")] in ([A, B], [B, A])
     assert scrape.value("sluice_bytes_total", sandbox=A, direction="request") == len(body)
     assert scrape.value("sluice_bytes_total", sandbox=B, direction="request") == 0
-    admin.wait_for(certs(A, 1), "alpha minted allowed.test only")
-    admin.wait_for(certs(B, 1), "beta minted other.test only")
+    # Each its own leaves: the names it reached, and the one it was refused in band.
+    admin.wait_for(certs(A, 2), "alpha minted allowed.test and other.test")
+    admin.wait_for(certs(B, 2), "beta minted other.test and allowed.test")
     admin.wait_for(gauge(A, 0), "alpha's connections closed")
     admin.wait_for(gauge(B, 0), "beta's connections closed")

@@ -26,7 +26,7 @@ from netutil import clean_env, free_port, wait_until
 from oracles import cdn_hits, marker
 from sandbox_pair import A, B, two_sandboxes
 from sluice_proc import PROXY_ADDRESS
-from tlsraw import HandshakeFailed, PlainStream, TLSStream
+from tlsraw import AT_CONNECT, HandshakeFailed, PlainStream, TLSStream
 
 PATH_LABEL = "path"
 # The records kept in memory per audit file before sluice stops taking new connections of the
@@ -82,9 +82,9 @@ def test_audit_on_a_full_device_refuses_new_requests_503(make_gw, bed):
     sock, tls, reader = open_tls_tunnel(g.sluice.address, g.authority("allowed.test"),
                                         g.sluice.ca_pem)
     try:
-        # The first record (a refused CONNECT) cannot be written. It reaches the OS before the
-        # 403 is sent, so once the client has the 403 sluice knows.
-        first = g.tunnel("other.test")
+        # The first record (a CONNECT refused at the CONNECT) cannot be written. It reaches the
+        # OS before the 403 is sent, so once the client has the 403 sluice knows.
+        first = g.tunnel("other.test", connect_headers=AT_CONNECT)
         expect.denial(first, 403, "not_allowed_host")
 
         m = marker()

@@ -214,9 +214,14 @@ def test_alpn_selects_h2_and_each_stream_is_checked(gw, bed):
 # --- the reason where clients print it (docs/wire.md#denials) -------------------------------
 
 def test_curl_sees_the_reason_in_the_status_line(gw, bed):
-    """curl keeps the status lines it read (-D): a refused CONNECT's, and a refused request's
-    inside the tunnel, each ends "by sluice: <reason>"."""
-    r = gw.curl(gw.url("other.test", "/whoami.txt"))
+    """curl keeps the status lines it read (-D): a refused request's, in the tunnel that a refused
+    name gets too (docs/wire.md#refusals-in-band), and a CONNECT's refused at the CONNECT (asked
+    for with Sluice-Refusal), each ends "by sluice: <reason>"."""
+    r = gw.curl(gw.url("other.test", "/whoami.txt"), "--http1.1")
+    assert [b.status for b in r.blocks] == [200, 403], (r.blocks, r.stderr)
+    assert r.blocks[-1].reason == "Forbidden by sluice: not_allowed_host", r.blocks
+    r = gw.curl(gw.url("other.test", "/whoami.txt"), "--proxy-header",
+                "Sluice-Refusal: at_connect")
     assert r.blocks and r.blocks[0].status == 403, (r.blocks, r.stderr)
     assert r.blocks[0].reason == "Forbidden by sluice: not_allowed_host", r.blocks[0]
     r = gw.curl(gw.url("api.allowed.test", "/v1/private/secret.txt"), "--http1.1")
@@ -225,13 +230,29 @@ def test_curl_sees_the_reason_in_the_status_line(gw, bed):
     # Over HTTP/2 (no reason phrase) the body says it, as every denial's body does.
     r = gw.curl(gw.url("api.allowed.test", "/v1/private/secret.txt"), "--http2")
     assert r.http_code == 403 and r.body.startswith(b"sluice: not_allowed_path: "), r.body
+    r = gw.curl(gw.url("other.test", "/whoami.txt"), "--http2")
+    assert r.http_code == 403 and r.body.startswith(b"sluice: not_allowed_host: "), r.body
 
 
-def test_pip_prints_the_reason(gw, bed, scratch):
-    """pip prints only the status line of a refused CONNECT (Python's "Tunnel connection failed:
-    403 ..."), in the warning of its retry: the reason is in it."""
-    r = clients.pip_download(gw.url("other.test", "/simple/"), C.PKG, scratch,
-                             gw.sluice.ca_pem, proxy=gw.sluice.proxy_url, retries=1)
+def test_pip_prints_the_reason_of_a_refused_file(gw, bed, scratch):
+    """pip fetching a file from a refused name (a lockfile's URL) reads the refusal inside the
+    tunnel (docs/wire.md#refusals-in-band) and prints its status line: "HTTP error 403 ...
+    Forbidden by sluice: not_allowed_host"."""
+    r = clients.pip_download(gw.url("allowed.test", "/simple/"),
+                             gw.url("other.test", "/packages/" + C.WHEEL), scratch,
+                             gw.sluice.ca_pem, proxy=gw.sluice.proxy_url)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "Forbidden by sluice: not_allowed_host" in out, out
+
+
+def test_pip_prints_the_reason_of_a_refused_index_refused_at_the_connect(make_gw, bed, scratch):
+    """pip logs a refused index page at debug level only ("from versions: none"), so a sandbox
+    whose agents fetch indexes by name may prefer `refusal: at_connect`: then pip prints the
+    refused CONNECT's status line (Python's "Tunnel connection failed: 403 ..."), in the warning
+    of its retry (docs/wire.md#refusals-in-band)."""
+    g = make_gw(edit=lambda config, workdir: config["sandboxes"][0].update(refusal="at_connect"))
+    r = clients.pip_download(g.url("other.test", "/simple/"), C.PKG, scratch,
+                             g.sluice.ca_pem, proxy=g.sluice.proxy_url, retries=1)
     out = r.stdout + r.stderr
     assert r.returncode != 0 and "403 Forbidden by sluice: not_allowed_host" in out, out
 

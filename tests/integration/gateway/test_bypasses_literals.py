@@ -256,9 +256,15 @@ def test_connect_port_spelling_is_bad_request(gw, bed, case):
 @pytest.mark.parametrize("port", [22, 25, 6379, 443, 80])
 def test_connect_to_allowed_host_on_forbidden_port(gw, bed, port):
     """Edge case (I10): SSH, SMTP, Redis, and the default ports the rule does not list:
-    403 not_allowed_port, no DNS query."""
+    403 not_allowed_port, no DNS query. 443, a TLS port, gets it in band (the CONNECT opens,
+    the request inside is refused: docs/wire.md#refusals-in-band); the others, which may carry
+    no TLS, at the CONNECT."""
     dns, mark = DnsMark(bed), gw.audit.mark()
     ex = gw.tunnel("allowed.test", [get("/")], port=port)
+    if port == 443:
+        expect.in_band_refusal(gw, mark, ex, "not_allowed_port", "allowed.test", port)
+        assert dns.asked("allowed.test") == []
+        return
     assert ex.denied_at_connect
     expect.denial(ex, 403, "not_allowed_port")
     expect.closed(ex)

@@ -14,9 +14,9 @@ from gateway import Gateway, Runner
 from h2client import H2Tunnel
 from http1 import HttpReader, request_bytes
 from netutil import free_port
-from oracles import cdn_hits, get, marker
+from oracles import DnsMark, cdn_hits, get, marker
 from sluice_proc import PROXY_ADDRESS
-from tlsraw import PlainStream, client_hello, open_proxy
+from tlsraw import PlainStream, TLSStream, client_hello, open_proxy
 
 
 # --- S2: SNI of another name, Host of the allowed one -----------------------------------------
@@ -421,17 +421,66 @@ def test_forward_to_the_tls_port_is_not_allowed_port(gw, bed):
 
 
 def test_denied_connect_with_pipelined_client_hello(gw):
-    """Edge case (D7/R6): CONNECT evil.test and its ClientHello in one write: the 403 is the
-    whole answer (no TLS record follows it: no certificate for evil.test), then close."""
+    """Edge case (D7/R6): CONNECT evil.test, refused at the CONNECT (Sluice-Refusal), and its
+    ClientHello in one write: the 403 is the whole answer (no TLS record follows it: no
+    certificate for evil.test), then close."""
     sock = open_proxy(gw.sluice.address)
-    sock.sendall(b"CONNECT evil.test:%d HTTP/1.1\r\nHost: evil.test:%d\r\n\r\n" % (gw.t, gw.t)
-                 + client_hello("evil.test"))
+    sock.sendall(b"CONNECT evil.test:%d HTTP/1.1\r\nHost: evil.test:%d\r\n"
+                 b"Sluice-Refusal: at_connect\r\n\r\n" % (gw.t, gw.t) + client_hello("evil.test"))
     reader = HttpReader(PlainStream(sock))
     resp = reader.read_response("CONNECT")
     tail, how = reader.read_to_close(timeout=10)
     sock.close()
     expect.denial(resp, 403, "not_allowed_host")
     assert (tail, how) in ((b"", "eof"), (b"", "reset")), (tail[:50], how)
+
+
+class _AfterTheConnect:
+    """A socket whose first bytes in are the CONNECT's answer: recv() reads that head off (kept
+    in `head`) and hands on only what follows it, the TLS records."""
+
+    def __init__(self, sock):
+        self.sock, self.head, self._rest = sock, None, b""
+
+    def sendall(self, data):
+        self.sock.sendall(data)
+
+    def recv(self, n=65536):
+        while self.head is None:
+            data = self.sock.recv(65536)
+            if not data:
+                return b""
+            self._rest += data
+            if b"\r\n\r\n" in self._rest:
+                self.head, self._rest = self._rest.split(b"\r\n\r\n", 1)
+        if self._rest:
+            data, self._rest = self._rest[:n], self._rest[n:]
+            return data
+        return self.sock.recv(n)
+
+
+def test_denied_connect_with_pipelined_client_hello_in_band(gw, bed):
+    """Edge case (D7/R6), in band (docs/wire.md#refusals-in-band): CONNECT evil.test and its
+    ClientHello in one write: the 200, then sluice's own leaf for evil.test (the hello that came
+    with the CONNECT is the tunnel's first bytes), and the request inside gets the 403; nothing
+    goes upstream, and evil.test is never resolved."""
+    m, dns, mark = marker(), DnsMark(bed), gw.audit.mark()
+    sock = open_proxy(gw.sluice.address)
+    connect = b"CONNECT evil.test:%d HTTP/1.1\r\nHost: evil.test:%d\r\n\r\n" % (gw.t, gw.t)
+    wire = _AfterTheConnect(sock)
+    tls = TLSStream(wire, "evil.test", gw.sluice.ca_pem,
+                    hello_chunks=lambda hello: [connect + hello])
+    try:
+        assert wire.head == b"HTTP/1.1 200 Connection established", wire.head
+        assert tls.peer_dns_names() == ["evil.test"], tls.peer_dns_names()
+        tls.sendall(get("/whoami.txt?m=" + m, "evil.test"))
+        resp = HttpReader(tls).read_response()
+    finally:
+        sock.close()
+    expect.denial(resp, 403, "not_allowed_host")
+    recs = gw.audit.wait(mark, lambda r: "evil.test" in (r["url"] or ""), 2)
+    assert [r["method"] for r in recs] == ["CONNECT", "GET"], recs
+    assert cdn_hits(bed, m) == [] and dns.asked("evil.test") == []
 
 
 # --- S7: the upstream connection pool is keyed by (sandbox, H, port) ----------------------------

@@ -36,8 +36,9 @@ def test_a_refused_request_is_one_info_line(quiet_gw):
     lines = wait_until(lambda: denial_lines(gw, host), 10, "the denial line")
     assert len(lines) == 1, lines
     assert re.search(r" info +sandbox 'sbx1': denied GET http://%s/steal\?k=1: not_allowed_host "
-                     r"\(%s is not in the policy of sandbox sbx1\)$" % (re.escape(host),
-                                                                         re.escape(host)),
+                     r"\(%s is not in the policy of sandbox sbx1; a rule would need "
+                     r"hosts: \[%s\]\)$"
+                     % (re.escape(host), re.escape(host), re.escape(host)),
                      lines[0]), lines[0]
     assert "[C" not in lines[0], "the per-connection trace is debug only: %r" % lines[0]
 

@@ -14,6 +14,7 @@ from audit import check_shape
 from netutil import wait_until
 from soak_load import LoadThreads, Plan, Proxy, Request
 import soak_bed as sb
+from tlsraw import AT_CONNECT
 
 OK = frozenset({(200, True)})
 THREADS = 6
@@ -29,8 +30,9 @@ def draw(bed):
             return Plan("tunnel", "tunnel", "allowed.test", bed.tls_port, get)
         if roll < 0.9:
             return Plan("forward", "forward", "allowed.test", bed.plain_port, get)
+        # Refused at the CONNECT (asked for): one record per marker.
         return Plan("denied", "tunnel", "m{m}.denied.test", bed.tls_port, connect_marker=True,
-                    connect_expect=frozenset({403}))
+                    connect_expect=frozenset({403}), connect_fields=AT_CONNECT)
     return plan
 
 
@@ -73,7 +75,7 @@ def test_sigkill_under_load_keeps_every_answered_record_and_the_chain(start_slui
         len(missing), "\n".join(missing[:20]))
     surprises = sb.unexpected([o for o in restarted if o.status is not None] +
                               [o for o in killed if o.complete], by_marker)
-    assert not surprises, "\n".join(surprises[:20])
+    assert not surprises, "\n".join(sb.describe(o, recs) for o, recs in surprises[:20])
     # Cut by the kill: a request under way (a refused connect came after it, and counts not).
     cut = [o for o in killed if not o.complete and "ConnectionRefused" not in (o.error or "")]
     if os.environ.get("SLUICE_SOAK_FIGURES"):

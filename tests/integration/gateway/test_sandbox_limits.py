@@ -12,6 +12,8 @@ import threading
 import time
 import uuid
 
+import pytest
+
 import clients
 import dnswire
 import expect
@@ -19,7 +21,9 @@ from admin_client import Admin, with_admin
 from gateway import Gateway
 from http1 import request_bytes
 from netutil import free_port, listener, read_until_closed, wait_until
+from oracles import get
 from sluice_proc import PROXY_ADDRESS
+from tlsraw import AT_CONNECT
 
 A, B = "alpha", "beta"
 
@@ -241,13 +245,17 @@ def assert_refusals_are_rate_limited(start_sluice, bed, send, refusal):
     assert answers.count(refusal) <= 2 + int(elapsed) + 1, (answers, elapsed)
 
 
-def test_refused_connects_take_tokens_too(start_sluice, bed):
+@pytest.mark.parametrize("where", ["in_band", "at_connect"])
+def test_refused_connects_take_tokens_too(start_sluice, bed, where):
     """A CONNECT refused by policy is a request that ends with a record: a flood of them is
     rate limited (429 rate_limited instead of 403), so it cannot fill the audit log at the
-    speed of the network."""
-    assert_refusals_are_rate_limited(start_sluice, bed,
-                                     lambda alpha: alpha.tunnel("denied.test").final,
-                                     (403, "not_allowed_host"))
+    speed of the network. Refused in band, the CONNECT and the request inside each take one
+    (docs/wire.md#refusals-in-band); at the CONNECT, the CONNECT."""
+    if where == "in_band":
+        send = lambda alpha: alpha.tunnel("denied.test", [get("/", "denied.test")]).final
+    else:
+        send = lambda alpha: alpha.tunnel("denied.test", connect_headers=AT_CONNECT).final
+    assert_refusals_are_rate_limited(start_sluice, bed, send, (403, "not_allowed_host"))
 
 
 def test_sandbox_resolver_refuses_beyond_its_query_rate(start_sluice, bed):

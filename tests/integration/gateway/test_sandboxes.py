@@ -65,11 +65,16 @@ def test_each_sandbox_is_judged_by_its_own_policy(sboxes, bed, name, host, allow
         expect.record(rec, sandbox=name, decision="allow", status=200,
                       rule="a-allowed" if name == A else "b-other")
     else:
-        assert r.http_connect == 403 and r.sluice_reason == "not_allowed_host", \
+        # Refused in band (docs/wire.md#refusals-in-band): the request inside gets the 403.
+        assert (r.http_connect, r.http_code, r.sluice_reason) == (200, 403, "not_allowed_host"), \
             (r.http_connect, r.http_code, r.blocks, r.stderr)
-        rec = g.audit.one(mark, lambda rec: host in (rec["host"] or "") + (rec["url"] or ""))
-        expect.record(rec, sandbox=name, decision="deny", reason="not_allowed_host",
-                      status=403, upstream=None)
+        recs = g.audit.wait(mark, lambda rec: host in (rec["host"] or "") + (rec["url"] or ""),
+                            2)
+        assert len(recs) == 2, recs
+        expect.record(recs[0], sandbox=name, method="CONNECT", decision="deny",
+                      reason="not_allowed_host", status=200, upstream=None)
+        expect.record(recs[1], sandbox=name, method="GET", url=url, decision="deny",
+                      reason="not_allowed_host", status=403, upstream=None)
         bed.nginx.barrier()
         assert not [e for e in bed.nginx.access("cdn") if m in e["uri"]]
     stray = [x for x in sboxes[other_of(name)].audit.since(other_mark)
@@ -124,16 +129,25 @@ def test_identity_comes_from_the_listener_not_from_headers(sboxes, bed):
     ex = a.tunnel("other.test", [request_bytes("GET", "/whoami.txt?p7=" + m, "other.test",
                                                headers=SANDBOX_HEADERS)],
                   connect_headers=SANDBOX_HEADERS)
+    # Refused in band (docs/wire.md#refusals-in-band): the request inside gets the 403, and
+    # both records are alpha's.
     expect.denial(ex, 403, "not_allowed_host")
-    assert ex.denied_at_connect
-    rec = a.audit.one(mark, lambda r: r["client"] == ex.client)
-    expect.record(rec, sandbox=A, decision="deny", reason="not_allowed_host", upstream=None)
+    assert ex.connect.status == 200 and ex.peer_names == ["other.test"], ex
+    recs = a.audit.wait(mark, lambda r: r["client"] == ex.client, 2)
+    assert len(recs) == 2, recs
+    for rec in recs:
+        expect.record(rec, sandbox=A, decision="deny", reason="not_allowed_host", upstream=None)
 
-    # curl sends the headers both to the proxy (CONNECT) and inside the tunnel
+    # curl sends the headers both to the proxy (CONNECT) and inside the tunnel; asked for at the
+    # CONNECT, the refusal is the CONNECT's, alpha's too.
     args = []
     for k, v in SANDBOX_HEADERS:
         args += ["--proxy-header", "%s: %s" % (k, v), "-H", "%s: %s" % (k, v)]
     r = a.curl(a.url("other.test", "/whoami.txt?p7c=" + m), *args)
+    assert (r.http_connect, r.http_code, r.sluice_reason) == (200, 403, "not_allowed_host"), \
+        (r.http_connect, r.http_code, r.stderr)
+    r = a.curl(a.url("other.test", "/whoami.txt?p7d=" + m), "--proxy-header",
+               "Sluice-Refusal: at_connect", *args)
     assert (r.http_connect, r.sluice_reason) == (403, "not_allowed_host"), \
         (r.http_connect, r.http_code, r.stderr)
 

@@ -72,33 +72,40 @@ def test_fronting_over_a_raw_socket_is_refused_and_closed(env):
 
 # --- S2: reverse fronting, the SNI of a name the policy does not allow ------------------------
 
-def test_sni_of_a_name_not_allowed_gets_an_alert_and_no_upstream(env):
+def test_sni_of_a_name_not_allowed_is_refused_in_band_and_nothing_dialled(env):
     """SNI evil.test (not allowed; same CDN address as allowed.test), Host allowed.test:
-    refused at the ClientHello with a TLS alert (no certificate: the handshake never gets
-    to one), closed, one record; nothing resolved, nothing dialled."""
+    refused in band (docs/wire.md#refusals-in-band): the handshake completes with sluice's leaf
+    for evil.test, and the request, whose Host is not the SNI, gets 403 host_mismatch, then the
+    close; the tunnel's record (not_allowed_host, no status) and the request's; nothing
+    resolved, nothing dialled."""
     m = env.mark()
     ex = env.exchange(DOC4, 443, [get("/whoami.txt?m=%s" % m.marker)], sni="evil.test")
-    assert ex.tls_error is not None and ex.tls_error.kind == "alert", ex.tls_error
-    assert "UNRECOGNIZED_NAME" in ex.tls_error.detail.upper(), ex.tls_error
-    assert ex.peer_names == [] and ex.responses == []
-    assert ex.close_how in ("eof", "reset")
-    rec = env.audit.one(m.audit)
+    assert ex.tls_error is None and ex.peer_names == ["evil.test"], (ex.tls_error, ex.peer_names)
+    denial(ex, 403, "host_mismatch")
+    closed(ex)
+    recs = env.audit.wait(m.audit, lambda r: r["client"] == ex.client, 2)
+    assert len(recs) == 2, recs
     verdict = explain(env, "https://evil.test/")
     assert verdict["reason"] == "not_allowed_host", verdict
-    check_record(env, rec, "%s:443" % DOC4, "deny", verdict["reason"], "evil.test", None,
-                 None, client=ex.client, upstream=None, rule=None)
+    check_record(env, recs[0], "%s:443" % DOC4, "deny", verdict["reason"], "evil.test", None,
+                 None, client=ex.client, upstream=None, rule=None, method=None, proto=None)
+    check_record(env, recs[1], "%s:443" % DOC4, "deny", "host_mismatch", "evil.test",
+                 "allowed.test", 403, client=ex.client, upstream=None, method="GET")
     nothing_reached(env, m)
     assert not m.dns.asked("evil.test"), "a name the policy refuses was resolved (D7)"
 
 
 def test_sni_not_allowed_with_curl(env):
+    """curl shows the refusal inside the tunnel: its Host is not the SNI (host_mismatch)."""
     m = env.mark()
     r = env.curl("https://evil.test/whoami.txt?m=%s" % m.marker, "-H", "Host: allowed.test",
                  "--resolve", "evil.test:443:%s" % DOC4)
-    assert r.rc == 35 and r.http_code == 0, (r.rc, r.stderr)  # the TLS handshake failed
-    rec = env.audit.one(m.audit)
-    check_record(env, rec, "%s:443" % DOC4, "deny", "not_allowed_host", "evil.test", None,
+    assert (r.rc, r.http_code, r.sluice_reason) == (0, 403, "host_mismatch"), (r.rc, r.stderr)
+    recs = env.audit.wait(m.audit, count=2)
+    assert len(recs) == 2, recs
+    check_record(env, recs[0], "%s:443" % DOC4, "deny", "not_allowed_host", "evil.test", None,
                  None)
+    check_record(env, recs[1], "%s:443" % DOC4, "deny", "host_mismatch", "evil.test", ..., 403)
     nothing_reached(env, m)
     assert not m.dns.asked("evil.test")
 

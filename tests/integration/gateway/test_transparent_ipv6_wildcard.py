@@ -56,13 +56,19 @@ def test_ipv6_fronting_is_refused(env):
     assert env.cdn_hits(m.marker) == []
 
 
-def test_ipv6_sni_not_allowed_gets_an_alert(env):
+def test_ipv6_sni_not_allowed_is_refused_in_band(env):
+    """Over IPv6 as over IPv4: the tunnel opens with sluice's leaf for evil.test, and its
+    request (Host allowed.test, not the SNI) gets 403 (docs/wire.md#refusals-in-band)."""
     m = env.mark()
     ex = env.exchange(env.gw6, 443, [get("/")], sni="evil.test")
-    assert ex.tls_error is not None and ex.tls_error.kind == "alert", ex.tls_error
-    rec = env.audit.one(m.audit)
-    check_record(env, rec, bracket(env.gw6, 443), "deny", "not_allowed_host", "evil.test",
+    assert ex.tls_error is None and ex.peer_names == ["evil.test"], (ex.tls_error, ex.peer_names)
+    denial(ex, 403, "host_mismatch")
+    recs = env.audit.wait(m.audit, lambda r: r["client"] == ex.client, 2)
+    assert len(recs) == 2, recs
+    check_record(env, recs[0], bracket(env.gw6, 443), "deny", "not_allowed_host", "evil.test",
                  None, None, client=ex.client)
+    check_record(env, recs[1], bracket(env.gw6, 443), "deny", "host_mismatch", "evil.test",
+                 ..., 403, client=ex.client)
     m.canaries.assert_untouched()
 
 

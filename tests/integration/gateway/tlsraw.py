@@ -172,6 +172,11 @@ def open_proxy(proxy, timeout=30):
     return sock
 
 
+# The CONNECT field by which a client asks for a refusal as the CONNECT's answer rather than in
+# band (docs/wire.md#refusals-in-band).
+AT_CONNECT = (("Sluice-Refusal", "at_connect"),)
+
+
 def connect_tunnel(proxy, authority, host_header=None, timeout=30, headers=()):
     """Send CONNECT `authority` (with extra `headers`, [(name, value)]); return (socket,
     CONNECT response, reader of the socket)."""

@@ -336,7 +336,7 @@ secrets:
         "test.yaml:12:1: unknown key 'sandbox' (expected one of: version, dns, upstream, audit, "
         "admin, limits, sandboxes_dir, sandboxes, policies, secrets)",
         "test.yaml:17:5: sandboxes[0]: unknown key 'port' (expected one of: name, listen, "
-        "transparent, dns_listen, ca, policy, mode, original_dst, audit, limits)",
+        "transparent, dns_listen, ca, policy, mode, original_dst, refusal, audit, limits)",
         "test.yaml:20:5: policies.p: unknown key 'rule' (expected one of: rules)",
         "test.yaml:23:9: policies.p.rules[0]: unknown key 'host' (expected one of: name, hosts, "
         "schemes, ports, methods, paths, ips, inject, websocket)",
@@ -772,6 +772,19 @@ policies:
         "test.yaml:10:5: sandboxes[2]: missing required key 'name'",
         "test.yaml:13:19: sandboxes[2].original_dst: 'drop' is not an original_dst setting: "
         "write ignore or require_match"}},
+      {"a refusal setting",
+       R"(version: 1
+sandboxes:
+  - name: a
+    listen: 127.0.0.1:3128
+    policy: p
+    refusal: In_Band
+policies:
+  p:
+    rules: []
+)",
+       {"test.yaml:6:14: sandboxes[0].refusal: 'In_Band' is not a refusal setting: write in_band "
+        "or at_connect"}},
       {"duplicate names",
        R"(version: 1
 sandboxes:
@@ -1090,7 +1103,7 @@ audit:
           "test.yaml:9:13: sandboxes[1].listen: 127.0.0.1:3128 is already used by sandbox 'a' "
           "(listen)",
           "test.yaml:11:5: sandboxes[1]: unknown key 'colour' (expected one of: name, listen, "
-          "transparent, dns_listen, ca, policy, mode, original_dst, audit, limits)",
+          "transparent, dns_listen, ca, policy, mode, original_dst, refusal, audit, limits)",
           "test.yaml:15:17: policies.p.rules[0].hosts[0]: " + hostError("*.com"),
           "test.yaml:16:17: policies.p.rules[0].ports[0]: '0x1bb' is not a plain decimal number "
           "(a leading 0 or 0x would be read as octal or hex)",
@@ -1193,7 +1206,7 @@ TEST(SandboxesDir, ErrorsNameTheSandboxFile) {
           "sb/b.yaml:3:9: listen: 127.0.0.1:3128 is already used by sandbox 'a' (listen)",
           "sb/b.yaml:4:9: policy: unknown policy 'nope' (defined: p)",
           "sb/b.yaml:5:1: unknown key 'version' (expected one of: name, listen, transparent, "
-          "dns_listen, ca, policy, mode, original_dst, audit, limits)",
+          "dns_listen, ca, policy, mode, original_dst, refusal, audit, limits)",
           "sb/c.yaml: empty sandbox file: expected the keys of one sandbox",
           "sb/d.yaml:1:1: expected a map, got a list",
           "sb/e.yaml:4:1: a second YAML document: a config file holds exactly one",
@@ -1854,7 +1867,7 @@ TEST(SandboxLimits, Errors) {
        {"test.yaml:7:22: sandboxes[0].limits.request_burst: a burst needs a rate: set "
         "requests_per_second here or in limits.per_sandbox",
         "test.yaml:13:5: sandboxes[1]: unknown key 'colour' (expected one of: name, listen, "
-        "transparent, dns_listen, ca, policy, mode, original_dst, audit, limits)"}},
+        "transparent, dns_listen, ca, policy, mode, original_dst, refusal, audit, limits)"}},
   });
 }
 

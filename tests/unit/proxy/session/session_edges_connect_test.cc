@@ -194,9 +194,12 @@ class SessionTransparentEdgesTest : public SessionConnectEdgesTest {
  protected:
   void SetUp() override {
     BedConfig config;
+    // Refusals at the ClientHello (an alert), the edge these tests take; in band:
+    // session_refusal_in_band_test.cc.
     config.sandbox_fields =
         "    transparent: 127.0.0.1:15001\n"
-        "    original_dst: require_match\n";
+        "    original_dst: require_match\n"
+        "    refusal: at_connect\n";
     config.extra_rules =
         "      - {name: literal80, hosts: [127.0.0.1], schemes: [http], ports: [80], "
         "ips: [127.0.0.1/32]}\n";

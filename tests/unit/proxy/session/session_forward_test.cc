@@ -145,7 +145,7 @@ TEST_F(SessionForwardTest, DeniedHostIsAnswered403WithItsReasonAuditedAndClosed)
             "sluice; error=http_request_denied; details=\"not_allowed_host\"");
   EXPECT_EQ(response->header("connection"), "close");
   EXPECT_EQ(response->body, "sluice: not_allowed_host: elsewhere.test is not in the policy of "
-                            "sandbox sb\n");
+                            "sandbox sb; a rule would need hosts: [elsewhere.test]\n");
   ASSERT_TRUE(awaitEnd(bed_, client));
   EXPECT_EQ(client.end(), LoopPeer::End::Eof) << "a FIN after the answer, not a reset";
 

@@ -1,7 +1,7 @@
 // The session's tunnel on a real loop: CONNECT decided on its target, the ClientHello read and
 // decided on its SNI, TLS terminated with a leaf from the sandbox's CA (the client verifies it),
 // requests inside forwarded over TLS verified against upstream.ca_file; and each tunnel state's
-// ending: a refused CONNECT, a refused or missing ClientHello, a handshake that stalls, an
+// ending: a refused or missing ClientHello, a handshake that stalls, an
 // upstream handshake that stalls or presents the wrong name, an idle tunnel.
 #include <gtest/gtest.h>
 
@@ -115,23 +115,7 @@ TEST_F(SessionTunnelTest, ConnectThenTlsGetIsForwardedOverVerifiedUpstreamTls) {
   EXPECT_EQ(client.end(), LoopPeer::End::Eof);
 }
 
-TEST_F(SessionTunnelTest, DeniedConnectIs403AndNoTunnel) {
-  configure();
-  LoopPeer& client = bed_.connectClient();
-  client.write("CONNECT elsewhere.test:443 HTTP/1.1\r\nHost: elsewhere.test:443\r\n\r\n");
-  std::optional<HttpMessage> response = awaitResponse(bed_, client);
-  ASSERT_TRUE(response) << client.received();
-  EXPECT_EQ(response->status, 403);
-  EXPECT_EQ(response->header("sluice-reason"), "not_allowed_host");
-  ASSERT_TRUE(awaitEnd(bed_, client));
-  std::vector<AuditLine> lines = bed_.auditLines();
-  ASSERT_TRUE(isOneRecord(lines, {{"mode", "connect"},
-                                  {"method", "CONNECT"},
-                                  {"url", "https://elsewhere.test"},
-                                  {"decision", "deny"},
-                                  {"reason", "not_allowed_host"},
-                                  {"status", "403"}}));
-}
+// A refused CONNECT: session_refusal_in_band_test.cc (in band by default, or at the CONNECT).
 
 struct RefusedHello {
   const char* edge;

@@ -57,8 +57,40 @@ TEST(Denial, Examples) {
 
 // The detail says what would allow it, where one key would (issue 34, item 7).
 TEST(Denial, AnUpgradeNotAllowedNamesTheKeyItsRuleLacks) {
-  EXPECT_EQ(explainDenial(policy::Reason::UpgradeNotAllowed, "agent-1", "ws.test", "GET", "/feed"),
+  EXPECT_EQ(explainDenial(policy::Reason::UpgradeNotAllowed,
+                          {.sandbox = "agent-1", .host = "ws.test", .method = "GET",
+                           .target = "/feed"}),
             "a WebSocket to ws.test needs a rule with websocket: true");
+}
+
+// Every reason a rule's key could lift names the host, the sandbox and that key (issue 34:
+// a refusal read in the client's own error says what to ask the operator for).
+TEST(Denial, EachRuleReasonNamesTheKeyThatWouldAllowIt) {
+  const DeniedRequest asked{.sandbox = "agent-1", .host = "files.test", .port = 8443,
+                            .scheme = policy::Scheme::Https, .method = "PUT",
+                            .target = "/up/load?x=1"};
+  const struct {
+    policy::Reason reason;
+    const char* text;
+  } rows[] = {
+      {policy::Reason::NotAllowedHost,
+       "files.test is not in the policy of sandbox agent-1; a rule would need hosts: "
+       "[files.test]"},
+      {policy::Reason::NotAllowedScheme,
+       "https is not allowed for files.test in sandbox agent-1; a rule would need schemes: "
+       "[https]"},
+      {policy::Reason::NotAllowedPort,
+       "port 8443 is not allowed for files.test in sandbox agent-1; a rule would need ports: "
+       "[8443]"},
+      {policy::Reason::NotAllowedMethod,
+       "PUT is not allowed for files.test in sandbox agent-1; a rule would need methods: [PUT]"},
+      {policy::Reason::NotAllowedPath,
+       "/up/load?x=1 is not allowed for files.test in sandbox agent-1; a rule would need "
+       "paths: [/up/load] or a prefix of it"},
+  };
+  for (const auto& row : rows) {
+    EXPECT_EQ(explainDenial(row.reason, asked), row.text) << policy::toString(row.reason);
+  }
 }
 
 TEST(Denial, AHostileDetailCannotBreakTheAnswer) {

@@ -28,7 +28,11 @@ using CaResult = Result<CertificateAuthority, std::string>;
 
 constexpr long kBackdateSeconds = 60 * 60;  // tolerates a sandbox clock a little behind ours
 constexpr int kValidityDays = 3652;         // ten years, leap days included
-constexpr mode_t kDirMode = 0700;
+// The directories sluice makes for a CA may be searched by anyone: the sandbox's clients, which
+// may run as another user (apt's https method runs as _apt), must open ca.pem and ca.p12. The
+// key is the one secret there, and its own mode (0600, checked at every load) keeps it
+// (docs/configuration.md#sandboxes).
+constexpr mode_t kDirMode = 0755;
 constexpr mode_t kKeyMode = 0600;
 constexpr mode_t kCertMode = 0644;
 
@@ -80,8 +84,9 @@ Result<bool, std::string> entryExists(const std::string& path) {
   return errnoFailure(path, "cannot stat", errno);
 }
 
-// mkdir -p, except that every directory it creates gets exactly kDirMode: the directory holds
-// the key, and a restrictive umask must not leave it unwritable to us either.
+// mkdir -p, except that every directory it creates gets exactly kDirMode: a restrictive umask
+// must neither hide the certificate from the sandbox's users nor leave the directory
+// unwritable to us.
 Result<Ok, std::string> makeDirectories(const std::string& dir) {
   std::size_t pos = 0;
   while (pos != std::string::npos) {

@@ -1,8 +1,8 @@
 #pragma once
 // A sandbox's certificate authority: the key sluice signs minted leaves with, and the
 // certificate the sandbox trusts. One CA per sandbox, never shared
-// (docs/threat-model.md#identity-and-the-sandbox-ca), kept in a directory as ca.pem and ca.key
-// (EC P-256, key mode 0600).
+// (docs/threat-model.md#identity-and-the-sandbox-ca), kept in a directory as ca.pem (0644: every
+// user of the sandbox opens it) and ca.key (EC P-256, 0600: sluice's alone).
 //
 // Owns its OpenSSL objects; move-only. Knows nothing of connections.
 
@@ -23,8 +23,9 @@ class CertificateAuthority {
   static constexpr std::string_view kCertFile = "ca.pem";
   static constexpr std::string_view kKeyFile = "ca.key";
 
-  // Creates DIR (mode 0700 if missing) and writes DIR/ca.pem and DIR/ca.key: an EC P-256 key
-  // (file mode 0600, created exclusively) and a self-signed certificate with
+  // Creates DIR (mode 0755 if missing, and so any parent it makes) and writes DIR/ca.pem
+  // (0644) and DIR/ca.key: an EC P-256 key (file mode 0600, created exclusively) and a
+  // self-signed certificate with
   // basicConstraints critical CA:TRUE, pathlen:0; keyUsage critical keyCertSign, cRLSign; a
   // random 159-bit serial; valid from an hour ago for ten years; subject CN = `common_name`.
   // Never overwrites: if either file exists, fails and touches nothing.

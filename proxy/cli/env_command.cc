@@ -6,8 +6,11 @@
 // and the proxy. A transparent-only sandbox gets the CA lines alone: it needs no proxy.
 
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <string>
 
+#include "certs/others_can_read.h"
 #include "certs/shown_path.h"
 #include "certs/trust_store.h"
 #include "proxy/cli/cli.h"
@@ -141,6 +144,17 @@ int envCommand(std::span<const std::string_view> args, Streams streams) {
                sandbox->listen ? (", explicit proxy " + sandbox->listen->toString()).c_str()
                                : " (transparent: no proxy variables needed)",
                ca_file.c_str());
+  std::error_code no_file;
+  std::optional<std::string> why;
+  if (std::filesystem::exists(ca_file, no_file)) {  // (else `sluice run` makes it, readable)
+    why = certs::whyOthersCannotRead(ca_file);
+  }
+  if (why) {
+    std::fprintf(streams.out,
+                 "# sluice: other users cannot open it (%s): a client that runs as another user "
+                 "(apt's https method runs as _apt) cannot trust sluice\n",
+                 why->c_str());
+  }
   if (sandbox->listen) {
     std::string url = "http://" + sandbox->listen->toString();
     for (std::string_view variable : {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"}) {

@@ -7,9 +7,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "certs/others_can_read.h"
 #include "certs/shown_path.h"
 #include "proxy/cli/cli.h"
 #include "proxy/cli/command_help.h"
@@ -101,9 +103,18 @@ int runCommand(std::span<const std::string_view> args, Streams streams) {
       spdlog::info("sluice: sandbox '{}': the sandbox's resolver on {}", sandbox.name,
                    sandbox.dns_listen->toString());
     }
+    const std::string ca_file = certs::shownPath(sandbox.ca_dir + "/ca.pem");
+    if (std::optional<std::string> why = certs::whyOthersCannotRead(ca_file)) {
+      // The sandbox's clients may run as another user (docs/cli.md#sluice-env).
+      spdlog::warn(
+          "sluice: sandbox '{}': other users cannot open the CA certificate {} ({}): a sandbox "
+          "client that runs as another user (apt's https method runs as _apt) cannot trust "
+          "sluice. Let others search the directories on the way (the key stays 0600), or give "
+          "the sandbox a copy of ca.pem",
+          sandbox.name, ca_file, *why);
+    }
     if (sandbox.listen) {
       const std::string proxy_url = "http://" + sandbox.listen->toString();
-      const std::string ca_file = certs::shownPath(sandbox.ca_dir + "/ca.pem");
       spdlog::info("sluice: sandbox '{}': explicit proxy on {}, CA certificate {}", sandbox.name,
                    sandbox.listen->toString(), ca_file);
       spdlog::info(

@@ -80,12 +80,12 @@ uid=$(id -u sluice) || fail "no sluice user"
 pass "system user sluice (uid $uid)"
 
 mode_owner() { stat -c '%a %U:%G' "$1"; }
-[ "$(mode_owner /var/lib/sluice)" = "700 sluice:sluice" ] ||
+[ "$(mode_owner /var/lib/sluice)" = "755 sluice:sluice" ] ||
   fail "/var/lib/sluice is $(mode_owner /var/lib/sluice)"
 [ "$(mode_owner /var/log/sluice)" = "750 sluice:sluice" ] ||
   fail "/var/log/sluice is $(mode_owner /var/log/sluice)"
 [ "$(mode_owner "$config")" = "644 root:root" ] || fail "$config is $(mode_owner "$config")"
-pass "/var/lib/sluice 0700, /var/log/sluice 0750, owned by sluice; $config root's"
+pass "/var/lib/sluice 0755, /var/log/sluice 0750, owned by sluice; $config root's"
 
 [ -L "$wants" ] || fail "the unit is not enabled ($wants missing)"
 pass "sluice.service enabled"
@@ -121,6 +121,17 @@ else
   [ "$(mode_owner /var/lib/sluice/default/ca.key)" = "600 sluice:sluice" ] ||
     fail "the sandbox CA key is not 0600 sluice's"
   [ -f /var/lib/sluice/default/ca.pem ] || fail "no sandbox CA certificate"
+  # The sandbox's clients, of any user, open the certificate; nobody but sluice the key.
+  for user in nobody _apt; do
+    getent passwd "$user" >/dev/null || continue
+    setpriv --reuid="$user" --regid=nogroup --clear-groups \
+      cat /var/lib/sluice/default/ca.pem /var/lib/sluice/default/ca.p12 >/dev/null ||
+      fail "$user cannot read the sandbox CA certificate"
+    if setpriv --reuid="$user" --regid=nogroup --clear-groups \
+      cat /var/lib/sluice/default/ca.key >/dev/null 2>&1; then
+      fail "$user can read the sandbox CA key"
+    fi
+  done
   grep -q '"not_allowed_host"' /var/log/sluice/default.jsonl || fail "no audit record of the denial"
   /usr/bin/sluice audit verify /var/log/sluice/default.jsonl >/dev/null ||
     fail "the audit log does not verify"

@@ -398,6 +398,7 @@ def test_every_line_at_start_has_its_time_and_level_and_paths_are_absolute(sluic
     config wrote it (issue 34, item 7): here a relative `ca` with a `..` in it."""
     config, port = config_in(bed, scratch)
     config["sandboxes"][0]["ca"] = "./state/../ca-relative"
+    os.chmod(scratch, 0o755)  # others may open the CA: no warn line (test_ca_other_users.py)
     path = write_config(config, os.path.join(scratch, "sluice.yaml"))
     stderr_path = os.path.join(scratch, "run.stderr")
     with open(stderr_path, "wb") as err:

@@ -25,13 +25,14 @@ TEST(CaCreate, WritesBothFilesWithKeyMode0600AndCertMode0644) {
   EXPECT_EQ(ca.certificatePath(), tmp.file("ca.pem"));
 }
 
-TEST(CaCreate, CreatesMissingDirectoriesWithMode0700) {
+// Searchable by anyone: a sandbox client of another user opens ca.pem; the key is 0600.
+TEST(CaCreate, CreatesMissingDirectoriesWithMode0755) {
   TempDir tmp;
   std::string parent = tmp.file("state");
   std::string dir = parent + "/agent-1";
   auto ca = createOrDie(dir);
-  EXPECT_EQ(modeOf(parent), 0700u);
-  EXPECT_EQ(modeOf(dir), 0700u);
+  EXPECT_EQ(modeOf(parent), 0755u);
+  EXPECT_EQ(modeOf(dir), 0755u);
   EXPECT_EQ(modeOf(dir + "/ca.key"), 0600u);
 }
 
@@ -48,7 +49,7 @@ TEST(CaCreate, KeepsExactModesUnderRestrictiveUmask) {
   auto ca = CertificateAuthority::create(tmp.file("new"), "test CA");
   ::umask(old);
   ASSERT_TRUE(ca) << ca.error();
-  EXPECT_EQ(modeOf(tmp.file("new")), 0700u);
+  EXPECT_EQ(modeOf(tmp.file("new")), 0755u);
   EXPECT_EQ(modeOf(tmp.file("new/ca.key")), 0600u);
   EXPECT_EQ(modeOf(tmp.file("new/ca.pem")), 0644u);
 }

@@ -234,7 +234,7 @@ TEST(CaLoadOrCreate, CreatesThenLoadsTheSameCa) {
   std::string dir = tmp.file("agent-1");
   auto first = CertificateAuthority::loadOrCreate(dir, "test CA");
   ASSERT_TRUE(first) << first.error();
-  EXPECT_EQ(modeOf(dir), 0700u);
+  EXPECT_EQ(modeOf(dir), 0755u);
   auto second = CertificateAuthority::loadOrCreate(dir, "another name");
   ASSERT_TRUE(second) << second.error();
   EXPECT_EQ(der(first->certificate()), der(second->certificate()));

@@ -119,6 +119,9 @@ struct DnsSettings {
 
 struct UpstreamSettings {
   std::optional<std::string> ca_file;  // empty: OpenSSL's default verify paths
+  // Trusted as well as ca_file's (or the default's) certificates: a private origin's CA beside
+  // the public ones, without a hand-made bundle (docs/configuration.md#upstream).
+  std::vector<std::string> extra_ca_files;
   Duration connect_timeout{5000};
   // Idle upstream connections kept for reuse: in all (shared out between the workers' pools),
   // and of one sandbox (over every pool). Beyond either the oldest idle one goes. 0 keeps none.

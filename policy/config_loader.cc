@@ -352,8 +352,26 @@ void readDns(YamlWalker& walker, const YamlValue& value, DnsSettings& dns) {
 }
 
 void readUpstream(YamlWalker& walker, const YamlValue& value, UpstreamSettings& upstream) {
-  MapReader map(walker, value, {"ca_file", "connect_timeout", "max_idle", "max_idle_per_sandbox"});
+  MapReader map(walker, value, {"ca_file", "extra_ca_files", "connect_timeout", "max_idle",
+                                "max_idle_per_sandbox"});
   map.read("ca_file", [&](const YamlValue& v) { upstream.ca_file = loader::readPath(walker, v); });
+  map.read("extra_ca_files", [&](const YamlValue& v) {
+    std::vector<std::string> seen;
+    auto read_file = [&](const YamlValue& item) -> std::optional<std::string> {
+      std::optional<std::string> path = loader::readPath(walker, item);
+      if (path && std::find(seen.begin(), seen.end(), *path) != seen.end()) {
+        walker.error(item.mark, "'" + *path + "' is listed twice");
+        return std::nullopt;
+      }
+      if (path) {
+        seen.push_back(*path);
+      }
+      return path;
+    };
+    upstream.extra_ca_files =
+        readList<std::string>(walker, v, "an empty list: leave the key out", read_file)
+            .value_or(std::vector<std::string>{});
+  });
   map.read("connect_timeout", [&](const YamlValue& v) {
     upstream.connect_timeout = readPositiveDuration(walker, v).value_or(upstream.connect_timeout);
   });

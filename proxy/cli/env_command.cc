@@ -97,6 +97,18 @@ void javaLines(std::FILE* out, const policy::Sandbox& sandbox, const std::string
                shellQuote(options).c_str());
 }
 
+// Clients no variable reaches (docs/cli.md#clients-the-variables-do-not-reach): each line says
+// what that client needs instead, with the path filled in.
+void unreachedClientLines(std::FILE* out, const std::string& ca_file) {
+  const std::string quoted = shellQuote(ca_file);
+  std::fprintf(out,
+               "# sluice: clients these variables do not reach: wget (GnuTLS) "
+               "--ca-certificate=%s; apt (https) -o Acquire::https::CaInfo=%s; Chromium and "
+               "Firefox (an NSS database) certutil -d sql:$HOME/.pki/nssdb -A -t C,, -n sluice "
+               "-i %s\n",
+               quoted.c_str(), quoted.c_str(), quoted.c_str());
+}
+
 int badInput(Streams streams, const std::string& problem) {
   std::fprintf(streams.err, "sluice env: %s\n%.*s", problem.c_str(),
                static_cast<int>(kUsageLine.size()), kUsageLine.data());
@@ -162,12 +174,16 @@ int envCommand(std::span<const std::string_view> args, Streams streams) {
     }
     exportLine(streams.out, "NO_PROXY", kNoProxy);
     exportLine(streams.out, "no_proxy", kNoProxy);
+    // Node's own fetch, https and WebSocket read the proxy variables only when told to (newer
+    // Node; an older one ignores it). npm and its agents read them anyway.
+    exportLine(streams.out, "NODE_USE_ENV_PROXY", "1");
   }
   for (std::string_view variable : kCaVariables) {
     exportLine(streams.out, variable, ca_file);
   }
   javaLines(streams.out, *sandbox,
             certs::shownPath(sandbox->ca_dir + "/" + std::string(certs::kTrustStoreFile)));
+  unreachedClientLines(streams.out, ca_file);
   return kExitOk;
 }
 

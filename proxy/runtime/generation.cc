@@ -130,16 +130,21 @@ Result<std::shared_ptr<const Generation>, std::string> buildGeneration(
 
   // The same path is not enough: a bundle updated in place (a new internal root) is trusted
   // from the reload on, and the pool's connections verified under the old one are not reused.
-  generation->upstream_ca_file =
-      c.upstream.ca_file ? FileIdentity::ofPath(*c.upstream.ca_file) : std::nullopt;
+  if (c.upstream.ca_file) {
+    generation->upstream_trust_files.push_back(FileIdentity::ofPath(*c.upstream.ca_file));
+  }
+  for (const std::string& extra : c.upstream.extra_ca_files) {
+    generation->upstream_trust_files.push_back(FileIdentity::ofPath(extra));
+  }
   if (previous != nullptr && previous->config->upstream.ca_file == c.upstream.ca_file &&
-      previous->upstream_ca_file == generation->upstream_ca_file) {
+      previous->config->upstream.extra_ca_files == c.upstream.extra_ca_files &&
+      previous->upstream_trust_files == generation->upstream_trust_files) {
     generation->upstream_tls = previous->upstream_tls;
     generation->upstream_trust_id = previous->upstream_trust_id;
   } else {
-    auto upstream = tls::makeUpstreamContext(c.upstream.ca_file);
+    auto upstream = tls::makeUpstreamContext(c.upstream.ca_file, c.upstream.extra_ca_files);
     if (!upstream) {
-      return Err{"upstream.ca_file: " + upstream.error()};
+      return Err{upstream.error()};
     }
     generation->upstream_tls = std::shared_ptr<SSL_CTX>(std::move(upstream).value());
     generation->upstream_trust_id = generation->number;

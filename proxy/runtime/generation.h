@@ -88,9 +88,11 @@ struct Generation {
   std::uint64_t number = 0;  // 1 at start, +1 per successful reload
   std::shared_ptr<const policy::Config> config;
   std::shared_ptr<const SecretValues> secrets;
-  std::shared_ptr<SSL_CTX> upstream_tls;  // verifies upstreams against upstream.ca_file
-  std::uint64_t upstream_trust_id = 0;    // changes with upstream_tls
-  std::optional<FileIdentity> upstream_ca_file;  // the upstream.ca_file upstream_tls read
+  // Verifies upstreams against upstream.ca_file (or the default) and upstream.extra_ca_files.
+  std::shared_ptr<SSL_CTX> upstream_tls;
+  std::uint64_t upstream_trust_id = 0;  // changes with upstream_tls
+  // The files upstream_tls read: upstream.ca_file's (if any), then each extra one's.
+  std::vector<std::optional<FileIdentity>> upstream_trust_files;
   std::vector<SandboxView> sandboxes;
   std::vector<std::shared_ptr<audit::AuditSink>> audit_sinks;  // each path once
   // Sandbox name -> index in `sandboxes`: every accepted connection, and every query to a

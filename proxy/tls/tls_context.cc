@@ -104,9 +104,14 @@ bool configureCommon(SSL_CTX* ctx) {
          SSL_CTX_set1_groups_list(ctx, kGroups) == 1;
 }
 
-bool storeHasCertificate(SSL_CTX* ctx) {
-  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
-  STACK_OF(X509_OBJECT)* objects = store != nullptr ? X509_STORE_get0_objects(store) : nullptr;
+// Whether `path` holds at least one PEM certificate, read into a store of its own: the
+// context's store may hold the default ones already (upstream.extra_ca_files).
+bool fileHasCertificate(const std::string& path) {
+  certs::X509StorePtr store(X509_STORE_new());
+  if (!store || X509_STORE_load_file(store.get(), path.c_str()) != 1) {
+    return false;
+  }
+  STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(store.get());
   for (int i = 0; objects != nullptr && i < sk_X509_OBJECT_num(objects); ++i) {
     if (X509_OBJECT_get_type(sk_X509_OBJECT_value(objects, i)) == X509_LU_X509) {
       return true;
@@ -115,23 +120,26 @@ bool storeHasCertificate(SSL_CTX* ctx) {
   return false;
 }
 
-// Says what is wrong with the trust store file in words an operator can act on, before
-// OpenSSL's more cryptic "no certificate or crl found" or "system lib".
-Result<Ok, std::string> loadTrustFile(SSL_CTX* ctx, const std::string& path) {
+// Says what is wrong with a trust file (the key `what` names it by) in words an operator can
+// act on, before OpenSSL's more cryptic "no certificate or crl found" or "system lib".
+Result<Ok, std::string> loadTrustFile(SSL_CTX* ctx, std::string_view what,
+                                      const std::string& path) {
+  const std::string named = std::string(what) + " " + path;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    return Err{"upstream.ca_file " + path + ": " + std::strerror(errno)};
+    return Err{named + ": " + std::strerror(errno)};
   }
   if (!S_ISREG(st.st_mode)) {
-    return Err{"upstream.ca_file " + path + ": not a regular file"};
+    return Err{named + ": not a regular file"};
   }
   if (SSL_CTX_load_verify_file(ctx, path.c_str()) != 1) {
-    return certs::opensslFailure("upstream.ca_file " + path +
-                   ": cannot load it as PEM certificates (unreadable, empty, or not PEM)");
+    return certs::opensslFailure(named +
+                                 ": cannot load it as PEM certificates (unreadable, empty, or "
+                                 "not PEM)");
   }
-  if (!storeHasCertificate(ctx)) {
+  if (!fileHasCertificate(path)) {
     ERR_clear_error();
-    return Err{"upstream.ca_file " + path + ": holds no certificate"};
+    return Err{named + ": holds no certificate"};
   }
   return Ok{};
 }
@@ -158,7 +166,8 @@ SslCtxPtr makeServerContext() {
   return ctx;
 }
 
-Result<SslCtxPtr, std::string> makeUpstreamContext(const std::optional<std::string>& ca_file) {
+Result<SslCtxPtr, std::string> makeUpstreamContext(const std::optional<std::string>& ca_file,
+                                                   std::span<const std::string> extra_ca_files) {
   ERR_clear_error();
   SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
   if (!ctx || !configureCommon(ctx.get()) ||
@@ -167,11 +176,16 @@ Result<SslCtxPtr, std::string> makeUpstreamContext(const std::optional<std::stri
   }
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
   if (ca_file) {
-    if (auto loaded = loadTrustFile(ctx.get(), *ca_file); !loaded) {
+    if (auto loaded = loadTrustFile(ctx.get(), "upstream.ca_file", *ca_file); !loaded) {
       return Err{std::move(loaded).error()};
     }
   } else if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1) {
     return certs::opensslFailure("cannot use OpenSSL's default trust store");
+  }
+  for (const std::string& extra : extra_ca_files) {
+    if (auto loaded = loadTrustFile(ctx.get(), "upstream.extra_ca_files", extra); !loaded) {
+      return Err{std::move(loaded).error()};
+    }
   }
   // Unusually, 0 means success here.
   if (SSL_CTX_set_alpn_protos(ctx.get(), kAlpnWire, sizeof kAlpnWire) != 0) {

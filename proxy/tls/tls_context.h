@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -47,13 +48,15 @@ SslCtxPtr makeServerContext();
 
 // Upstream side (point 6 of docs/wire.md#the-invariant): TLS client, TLS 1.2 minimum, peer
 // verification required against `ca_file` (a PEM bundle; an error if it cannot be read or holds no
-// certificate) or, without it, OpenSSL's default verify paths. ALPN offers "http/1.1" only.
+// certificate) or, without it, OpenSSL's default verify paths; and against each of
+// `extra_ca_files` as well (each read as `ca_file` is). ALPN offers "http/1.1" only.
 // Renegotiation refused. The name each connection must present is set per session
 // (TlsSession::client), never here.
 //
 // Session cache: SSL_SESS_CACHE_CLIENT without OpenSSL's internal store, so OpenSSL keeps no
 // sessions by itself (no unbounded memory); the caller keeps TlsSession::session() per
 // (host, port) and passes it to the next TlsSession::client for that same pair.
-Result<SslCtxPtr, std::string> makeUpstreamContext(const std::optional<std::string>& ca_file);
+Result<SslCtxPtr, std::string> makeUpstreamContext(
+    const std::optional<std::string>& ca_file, std::span<const std::string> extra_ca_files = {});
 
 }  // namespace sluice::proxy::tls

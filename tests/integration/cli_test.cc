@@ -260,6 +260,7 @@ TEST(Env, ProxyAndCaLinesThatAShellCanEvaluate) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("export HTTPS_PROXY='http://[::1]:3128'\n"));
   EXPECT_THAT(r.out, HasSubstr("export http_proxy='http://[::1]:3128'\n"));
+  EXPECT_THAT(r.out, HasSubstr("export NODE_USE_ENV_PROXY='1'\n"));
   // A quote in the path survives the shell: '\'' closes, escapes and reopens.
   EXPECT_THAT(r.out, HasSubstr("export PIP_CERT='" + dir.path().string() +
                                "/it'\\''s here/ca.pem'\n"));

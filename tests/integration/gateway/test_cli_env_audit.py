@@ -8,6 +8,7 @@
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 
@@ -35,6 +36,28 @@ def in_fresh_shell(gw, command, cwd):
     return subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=120,
                           cwd=cwd, env=clean_env(SLUICE_ENV_LINES=env_lines(gw),
                                                  PIP_CONFIG_FILE=os.devnull))
+
+
+def test_env_names_what_the_clients_it_does_not_reach_need(gw, scratch):
+    """wget (GnuTLS) reads no CA variable, nor does apt's https method or an NSS database
+    (docs/cli.md#clients-the-variables-do-not-reach): `sluice env` ends with a comment naming
+    what each needs, the path filled in. With the flag it names, a real wget through sluice gets
+    the page that it fails without; Node's own fetch is told to read the proxy variables."""
+    text = env_lines(gw)
+    assert "export NODE_USE_ENV_PROXY='1'\n" in text, text
+    hint = text.splitlines()[-1]
+    ca = "'%s'" % gw.sluice.ca_pem  # (as every line quotes it)
+    assert hint == ("# sluice: clients these variables do not reach: wget (GnuTLS) "
+                    "--ca-certificate=%s; apt (https) -o Acquire::https::CaInfo=%s; Chromium "
+                    "and Firefox (an NSS database) certutil -d sql:$HOME/.pki/nssdb -A -t C,, "
+                    "-n sluice -i %s" % (ca, ca, ca)), hint
+    flag = hint.split("wget (GnuTLS) ", 1)[1].split(";", 1)[0]
+    url = gw.url("allowed.test", "/whoami.txt?m=" + marker())
+    wget = "wget -q -O - --tries=1 --timeout=20 "
+    without = in_fresh_shell(gw, wget + shlex.quote(url), scratch)
+    assert without.returncode != 0, "GnuTLS wget trusted sluice without the flag"
+    r = in_fresh_shell(gw, wget + flag + " " + shlex.quote(url), scratch)
+    assert (r.returncode, r.stdout) == (0, "allowed.test\n"), r.stderr
 
 
 def test_env_names_the_proxy_and_the_ca_in_every_variable(gw):

@@ -328,7 +328,7 @@ secrets:
 )",
        {"test.yaml:3:3: dns: unknown key 'server' (expected one of: servers, timeout, max_ttl)",
         "test.yaml:5:3: upstream: unknown key 'cafile' (expected one of: ca_file, "
-        "connect_timeout, max_idle, max_idle_per_sandbox)",
+        "extra_ca_files, connect_timeout, max_idle, max_idle_per_sandbox)",
         "test.yaml:7:3: audit: unknown key 'hash' (expected one of: path, hash_bodies)",
         "test.yaml:9:3: admin: unknown key 'port' (expected one of: listen)",
         "test.yaml:11:3: limits: unknown key 'max_conns' (expected one of: max_connections, "
@@ -1430,6 +1430,26 @@ TEST(LoadConfig, IdleUpstreamBounds) {
   ASSERT_NE(none, nullptr);
   EXPECT_EQ(none->upstream.max_idle, 0u);
   EXPECT_EQ(none->upstream.max_idle_per_sandbox, 128u);
+}
+
+// upstream.extra_ca_files: trusted beside ca_file (or the default), each path relative to its
+// file like ca_file; an empty list and a path listed twice are mistakes.
+TEST(LoadConfig, ExtraUpstreamCaFiles) {
+  auto config = load(kMinimal + "upstream:\n  extra_ca_files: [certs/private.pem, /etc/b.pem]\n",
+                     defaultOptions(), "/etc/sluice/sluice.yaml");
+  ASSERT_NE(config, nullptr);
+  EXPECT_FALSE(config->upstream.ca_file.has_value());
+  EXPECT_EQ(config->upstream.extra_ca_files,
+            (std::vector<std::string>{"/etc/sluice/certs/private.pem", "/etc/b.pem"}));
+  EXPECT_TRUE(load(kMinimal, defaultOptions(), "test.yaml")->upstream.extra_ca_files.empty());
+  EXPECT_THAT(errorsOf(kMinimal + "upstream:\n  extra_ca_files: []\n"),
+              ElementsAre(::testing::HasSubstr(
+                  "upstream.extra_ca_files: an empty list: leave the key out")));
+  EXPECT_THAT(errorsOf(kMinimal + "upstream:\n  extra_ca_files: [/a.pem, /b.pem, /a.pem]\n"),
+              ElementsAre(::testing::HasSubstr(
+                  "upstream.extra_ca_files[2]: '/a.pem' is listed twice")));
+  EXPECT_THAT(errorsOf(kMinimal + "upstream:\n  extra_ca_files: /a.pem\n"),
+              ElementsAre(::testing::HasSubstr("upstream.extra_ca_files: expected a list")));
 }
 
 // The example of docs/configuration.md ("The file"), as printed there, with its relative paths

@@ -21,10 +21,12 @@ class GenerationTest : public ::testing::Test {
  protected:
   // A config with sandbox `a` (and `b` when `with_b`); `a_ca` names a's CA directory, `rate` its
   // requests_per_second (0: none), `b_audit` b's own audit file ("" for the global one).
-  // `upstream_ca` names upstream.ca_file ("": none).
+  // `upstream_ca` names upstream.ca_file, `extra_ca` the one of upstream.extra_ca_files ("":
+  // none).
   std::shared_ptr<const policy::Config> config(const std::string& a_ca, int rate, bool with_b,
                                                const std::string& b_audit = "",
-                                               const std::string& upstream_ca = "") {
+                                               const std::string& upstream_ca = "",
+                                               const std::string& extra_ca = "") {
     std::string text = "version: 1\naudit: {path: " + (dir_ / "audit.jsonl").string() +
                        "}\nsandboxes:\n  - name: a\n    listen: 127.0.0.1:39001\n    ca: " +
                        (dir_ / a_ca).string() + "\n    policy: p\n";
@@ -41,6 +43,8 @@ class GenerationTest : public ::testing::Test {
     text += "policies:\n  p:\n    rules:\n      - hosts: [example.com]\n";
     if (!upstream_ca.empty()) {
       text += "upstream: {ca_file: " + (dir_ / upstream_ca).string() + "}\n";
+    } else if (!extra_ca.empty()) {
+      text += "upstream: {extra_ca_files: [" + (dir_ / extra_ca).string() + "]}\n";
     }
     auto loaded = policy::loadConfig({"test.yaml", text}, {});
     EXPECT_TRUE(loaded) << (loaded ? "" : loaded.error().front().toString());
@@ -157,6 +161,25 @@ TEST_F(GenerationTest, AnUpstreamCaFileUpdatedInPlaceIsTrustedAnew) {
   auto fourth = build(config("ca-a", 0, false, "", "bundle.pem"), third.get());
   EXPECT_NE(third->upstream_trust_id, fourth->upstream_trust_id);
   EXPECT_NE(third->upstream_tls, fourth->upstream_tls);
+}
+
+// The same for upstream.extra_ca_files: listed, it is a new trust store; kept while unchanged;
+// read anew once updated in place.
+TEST_F(GenerationTest, AnExtraUpstreamCaFileUpdatedInPlaceIsTrustedAnew) {
+  auto first = build(config("ca-a", 0, false), nullptr);
+  fs::copy_file(dir_ / "ca-a" / "ca.pem", dir_ / "private.pem");
+  auto second = build(config("ca-a", 0, false, "", "", "private.pem"), first.get());
+  auto third = build(config("ca-a", 0, false, "", "", "private.pem"), second.get());
+  EXPECT_NE(first->upstream_trust_id, second->upstream_trust_id);
+  EXPECT_EQ(second->upstream_tls, third->upstream_tls) << "unchanged: kept";
+
+  rotateCa("ca-a");
+  fs::copy_file(dir_ / "ca-a" / "ca.pem", dir_ / ".private.tmp");
+  fs::rename(dir_ / ".private.tmp", dir_ / "private.pem");
+  auto fourth = build(config("ca-a", 0, false, "", "", "private.pem"), third.get());
+  EXPECT_NE(third->upstream_trust_id, fourth->upstream_trust_id);
+  auto fifth = build(config("ca-a", 0, false), fourth.get());
+  EXPECT_NE(fourth->upstream_trust_id, fifth->upstream_trust_id) << "no longer listed";
 }
 
 TEST_F(GenerationTest, AChangedRateIsANewBucketAndNoRateIsNone) {

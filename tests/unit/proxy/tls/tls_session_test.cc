@@ -677,6 +677,42 @@ TEST(TlsContext, UpstreamCaFileMustExistAndHoldACertificate) {
   EXPECT_EQ(ERR_peek_error(), 0u);
 }
 
+std::size_t trustedCertificates(SSL_CTX* ctx) {
+  std::size_t n = 0;
+  STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx));
+  for (int i = 0; objects != nullptr && i < sk_X509_OBJECT_num(objects); ++i) {
+    n += X509_OBJECT_get_type(sk_X509_OBJECT_value(objects, i)) == X509_LU_X509 ? 1 : 0;
+  }
+  return n;
+}
+
+// upstream.extra_ca_files add to the trust store (docs/configuration.md#upstream): the default
+// one's certificates stay, the extra one joins them; each file is checked as ca_file is.
+TEST(TlsContext, ExtraCaFilesAddToTheTrustStore) {
+  auto plain = makeUpstreamContext(std::nullopt);
+  ASSERT_TRUE(plain) << plain.error();
+  const std::string extra = sandbox().ca.certificatePath();
+  auto more = makeUpstreamContext(std::nullopt, std::vector<std::string>{extra});
+  ASSERT_TRUE(more) << more.error();
+  EXPECT_EQ(trustedCertificates(more->get()), trustedCertificates(plain->get()) + 1);
+  EXPECT_GT(trustedCertificates(plain->get()), 0u) << "Debian's bundle, read by default";
+
+  auto with_file = makeUpstreamContext(extra, std::vector<std::string>{extra});
+  ASSERT_TRUE(with_file) << with_file.error();  // the same certificate twice is no error
+
+  TempDir dir;
+  dir.write("text.pem", "not a certificate\n");
+  auto bad = makeUpstreamContext(std::nullopt, std::vector<std::string>{dir.file("text.pem")});
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.error(), HasSubstr("upstream.extra_ca_files " + dir.file("text.pem")));
+  auto missing =
+      makeUpstreamContext(std::nullopt, std::vector<std::string>{dir.file("missing.pem")});
+  ASSERT_FALSE(missing);
+  EXPECT_THAT(missing.error(), HasSubstr("upstream.extra_ca_files " + dir.file("missing.pem") +
+                                         ": No such file"));
+  EXPECT_EQ(ERR_peek_error(), 0u);
+}
+
 TEST(TlsContext, UpstreamWithoutCaFileUsesTheDefaultTrustStore) {
   auto ctx = makeUpstreamContext(std::nullopt);
   ASSERT_TRUE(ctx) << ctx.error();

@@ -57,6 +57,8 @@ std::string_view toString(Error e) {
       return "tls_bad_certificate";
     case Error::TlsFailed:
       return "tls_failed";
+    case Error::ClientReset:
+      return "client_reset";
     case Error::ClientClosed:
       return "client_closed";
     case Error::TimedOut:

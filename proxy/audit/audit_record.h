@@ -100,6 +100,9 @@ enum class Error : std::uint8_t {
   H2Continuation,      // a header block in too many CONTINUATION frames
   H2CompressionError,  // an HPACK block that does not decode
   H2ProtocolError,     // any other connection error of RFC 9113 (a bad preface, a bad frame)
+  // A request: the client reset its HTTP/2 stream before the answer was whole (a gRPC call's
+  // deadline or cancel: RST_STREAM CANCEL).
+  ClientReset,
   // A tunnel that ended without carrying a request (docs/audit.md#errors).
   TlsUnknownCa,       // the sandbox refused sluice's certificate: it does not trust the CA
   TlsBadCertificate,  // the sandbox refused sluice's certificate otherwise (bad, expired...)

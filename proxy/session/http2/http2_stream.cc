@@ -325,6 +325,9 @@ void Http2Stream::onClosed(std::uint32_t error_code) {
     return;  // (ended when the client went; nghttp2 closes it later)
   }
   const bool before_head = request_side_ == RequestSide::HeadPending;
+  // Open until now: not reset by sluice, so by the client (its RST_STREAM), or the connection
+  // went (onClientGone).
+  const bool reset_by_client = life_ == Life::Open && error_code != NGHTTP2_NO_ERROR;
   move(Life::Closed);
   countActive(false);
   dropBody();  // nghttp2 pulls nothing more of it
@@ -343,6 +346,10 @@ void Http2Stream::onClosed(std::uint32_t error_code) {
       // whole.
       exchange_.record().verdict = policy::Verdict::Deny;
       exchange_.record().refusal = policy::Reason::BadRequest;
+    } else if (reset_by_client) {
+      // A gRPC call's deadline or cancel, an abandoned download: on record as such
+      // (docs/audit.md#errors), not as a stream that simply got no answer.
+      exchange_.record().error = audit::Error::ClientReset;
     }
     exchange_.abandon();
     exchange_.dropUpstream();
@@ -364,7 +371,8 @@ void Http2Stream::onClientGone() {
   if (exchange_.inFlight()) {
     exchange_.onClientClosed();  // mid-request: as an HTTP/1.1 client that closed mid-body
   }
-  onClosed(NGHTTP2_CANCEL);  // nghttp2 will not close it: no frame of it can come any more
+  // nghttp2 will not close it: no frame of it can come any more (and none reset it).
+  onClosed(NGHTTP2_NO_ERROR);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ FIELDS = ("ts", "sandbox", "kind", "conn", "client", "mode", "sni", "host", "met
           "upgrade", "error", "denied_addrs", "duration_ms", "chain")
 # The `error` tokens of docs/audit.md#errors.
 ERRORS = {"h2_rapid_reset", "h2_empty_data_flood", "h2_control_frame_flood", "h2_settings_flood",
-          "h2_continuation_flood", "h2_compression_error", "h2_protocol_error",
+          "h2_continuation_flood", "h2_compression_error", "h2_protocol_error", "client_reset",
           "tls_unknown_ca", "tls_bad_certificate", "tls_failed", "client_closed", "timeout",
           "closed_by_sluice"}
 REASONS = {"not_allowed_host", "not_allowed_port", "not_allowed_scheme", "not_allowed_method",

@@ -208,8 +208,11 @@ def test_deadline_exceeded_ends_the_call_at_the_origin(ggw, origin, channel):
     """A call whose handler sleeps SLEEP (3 s) with a client deadline of 0.5 s: the client gets
     DEADLINE_EXCEEDED at about 0.5 s, and the origin's context sees the call end (is_active()
     false) within a couple of seconds of the deadline, long before its sleep would end (the
-    grpc-timeout field forwarded, or the client's RST_STREAM carried to the origin's stream)."""
+    grpc-timeout field forwarded, or the client's RST_STREAM carried to the origin's stream).
+    On record: allowed, with error client_reset (docs/audit.md#errors), not as a call that simply
+    got no answer."""
     m = marker()
+    mark = ggw.audit.mark()
     started = time.monotonic()
     with pytest.raises(grpc.RpcError) as e:
         channel.unary_unary("/pkg.Allowed/Sleep")(b"", metadata=(("x-test", m),), timeout=0.5)
@@ -222,6 +225,9 @@ def test_deadline_exceeded_ends_the_call_at_the_origin(ggw, origin, channel):
     assert end["t"] - started < 2.5, "the origin saw the call end %.2f s after it began" % (
         end["t"] - started)
     assert end["t"] - begun["t"] < SLEEP - 0.5, (begun, end)
+    rec = ggw.audit.one(mark, lambda r: (r["url"] or "").endswith("/pkg.Allowed/Sleep"))
+    assert (rec["decision"], rec["reason"], rec["error"], rec["proto"]) == \
+        ("allow", None, "client_reset", "h2"), rec
 
 
 def test_client_cancellation_reaches_the_origin(ggw, origin, channel):

@@ -93,8 +93,10 @@ FLOODS = {
 
 
 def tunnel_record(gw, mark, t):
-    """The record of the tunnel `t` (its connection's own, with `error`), once written."""
-    [rec] = gw.audit.wait(mark, lambda r: r["client"] == t.client and r["error"] is not None)
+    """The record of the tunnel `t` (its connection's own, with `error`), once written. (The
+    streams the client reset have theirs, with error client_reset: docs/audit.md#errors.)"""
+    [rec] = gw.audit.wait(mark, lambda r: r["client"] == t.client and
+                          r["error"] not in (None, "client_reset"))
     return rec
 
 

@@ -272,6 +272,7 @@ TEST(AuditRecordError, IsNullUnlessTheConnectionEndedAbnormally) {
       {Error::H2Continuation, "h2_continuation_flood"},
       {Error::H2CompressionError, "h2_compression_error"},
       {Error::H2ProtocolError, "h2_protocol_error"},
+      {Error::ClientReset, "client_reset"},
       {Error::TlsUnknownCa, "tls_unknown_ca"},
       {Error::TlsBadCertificate, "tls_bad_certificate"},
       {Error::TlsFailed, "tls_failed"},

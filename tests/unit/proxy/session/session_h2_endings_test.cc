@@ -152,6 +152,37 @@ TEST_F(SessionH2EndingsTest, AbortAfterTheDrainCutsTheStreamStillInFlightShortOn
                                   {"upstream", upstream()}}));
 }
 
+// The client resets a stream in flight (a gRPC deadline: RST_STREAM CANCEL): on record as such,
+// error client_reset (docs/audit.md#errors), not as a stream that simply got no answer; its
+// upstream goes, and the connection goes on.
+TEST_F(SessionH2EndingsTest, AStreamTheClientResetsIsOnRecordAsClientReset) {
+  configure();
+  Http2Client* client = openClient();
+  ASSERT_NE(client, nullptr);
+  const std::int32_t id = client->request(
+      "POST", "/held/pkg.Service/Call", {{"content-type", "application/grpc"}, {"te", "trailers"}});
+  ASSERT_TRUE(awaitHeld());
+  client->rstStream(id, NGHTTP2_CANCEL);
+  ASSERT_TRUE(awaitEnd(bed_, *held_)) << "the upstream of the reset stream was kept";
+  std::vector<AuditLine> lines = awaitAudit(bed_, 1);
+  ASSERT_TRUE(isOneRecord(lines, {{"url", url("/held/pkg.Service/Call")},
+                                  {"decision", "allow"},
+                                  {"reason", "null"},
+                                  {"status", "null"},
+                                  {"error", "client_reset"},
+                                  {"proto", "h2"},
+                                  {"upstream", upstream()}}));
+  EXPECT_FALSE(client->goAway()) << client->describe();
+  // A stream that ends because the connection went is no reset of the client's.
+  const std::int32_t second = client->request("GET", "/stall");
+  ASSERT_TRUE(bed_.runUntil([&] { return !bed_.tlsOrigin().requestsFor("/stall").empty(); }));
+  client->peer().reset();
+  ASSERT_TRUE(bed_.allSessionsFinished());
+  lines = awaitAudit(bed_, 2);
+  ASSERT_TRUE(isOneRecord(recordsWith(lines, {{"url", url("/stall")}}), {{"error", "null"}}))
+      << second;
+}
+
 // Two streams at once to a name whose resolver never answers: each fails 502 dns_failed when
 // its lookup gives up (the two are one query), neither waits for the other's lookup and then
 // looks up again (it did: the second stream joined the first's dial from its start, and got

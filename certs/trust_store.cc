@@ -16,6 +16,7 @@
 
 #include "certs/openssl_error.h"
 #include "certs/openssl_ptr.h"
+#include "certs/public_file.h"
 
 namespace sluice::certs {
 
@@ -24,7 +25,6 @@ namespace {
 // Oracle's "trusted key usage" attribute: what makes Java's PKCS12 KeyStore read a certificate
 // bag as a trustedCertEntry (without it the bag is ignored as a trust anchor).
 constexpr const char* kJdkTrustedKeyUsage = "2.16.840.1.113894.746875.1.1";
-constexpr mode_t kTrustStoreMode = 0644;          // public: the sandbox reads it
 constexpr std::size_t kMaxTrustStoreBytes = 64 * 1024;  // a one-certificate store is ~1 KiB
 
 // Whether `bag` carries the trusted-usage attribute with the value anyExtendedKeyUsage.
@@ -42,18 +42,6 @@ bool trustedForAnyUsage(const PKCS12_SAFEBAG* bag) {
            OBJ_obj2nid(value->value.object) == NID_anyExtendedKeyUsage;
   }
   return false;
-}
-
-Result<std::string, std::string> readSmallFile(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) {
-    return Err{path + ": " + std::strerror(errno)};
-  }
-  std::string bytes(kMaxTrustStoreBytes + 1, '\0');
-  const std::size_t n = std::fread(bytes.data(), 1, bytes.size(), file.get());
-  bytes.resize(n);
-  return bytes;
 }
 
 }  // namespace
@@ -135,7 +123,8 @@ bool trustStoreHolds(std::string_view der, X509* cert) {
 
 Result<bool, std::string> writeJavaTrustStore(const std::string& dir, X509* cert) {
   const std::string path = dir + "/" + std::string(kTrustStoreFile);
-  if (auto existing = readSmallFile(path); existing && trustStoreHolds(existing.value(), cert)) {
+  if (auto existing = readSmallFile(path, kMaxTrustStoreBytes);
+      existing && trustStoreHolds(existing.value(), cert)) {
     return false;
   }
   auto der = javaTrustStore(cert);
@@ -143,29 +132,8 @@ Result<bool, std::string> writeJavaTrustStore(const std::string& dir, X509* cert
     return Err{path + ": " + der.error()};
   }
   // A reader (a sandbox's orchestrator copying it) sees the old file or the new one, whole.
-  std::string temporary = dir + "/.ca.p12.XXXXXX";
-  const int fd = ::mkstemp(temporary.data());
-  if (fd < 0) {
-    return Err{temporary + ": cannot create: " + std::strerror(errno)};
-  }
-  const std::string& bytes = der.value();
-  std::size_t written = 0;
-  bool ok = ::fchmod(fd, kTrustStoreMode) == 0;
-  while (ok && written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    ok = n > 0;
-    written += ok ? static_cast<std::size_t>(n) : 0;
-  }
-  ok = ok && ::fsync(fd) == 0;
-  const int err = errno;
-  ok = ::close(fd) == 0 && ok;
-  if (!ok || ::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int failure = ok ? errno : err;
-    ::unlink(temporary.c_str());
-    return Err{path + ": cannot write: " + std::strerror(failure)};
+  if (auto written = replaceFile(dir, kTrustStoreFile, der.value()); !written) {
+    return Err{std::move(written).error()};
   }
   return true;
 }

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "certs/ca.h"
+#include "certs/client_configs.h"
 #include "certs/shown_path.h"
 #include "certs/trust_store.h"
 #include "proxy/cli/cli.h"
@@ -76,13 +77,18 @@ int caInitCommand(std::span<const std::string_view> args, Streams streams) {
     return kExitFailure;
   }
   const std::string store_path = (dir / certs::kTrustStoreFile).string();
+  if (auto configs = certs::writeClientConfigs(dir.string(), certs::shownPath(cert_path));
+      !configs) {
+    std::fprintf(streams.err, "sluice ca init: %s\n", configs.error().c_str());
+    return kExitFailure;
+  }
 
   // The trust hint gets an absolute path: a relative one in SSL_CERT_FILE would depend on the
   // working directory of every tool in the sandbox.
   const std::string trusted = certs::shownPath(cert_path);
   std::fprintf(streams.out,
-               "wrote %s and %s (EC P-256, key mode 0600), and %s (the certificate as a Java "
-               "trust store, password changeit)\n"
+               "wrote %s and %s (EC P-256, key mode 0600), %s (the certificate as a Java "
+               "trust store, password changeit), and wgetrc and apt.conf naming the certificate\n"
                "trust it in the sandbox with SSL_CERT_FILE=%s (`sluice env` prints the other "
                "variables tools read)\n"
                "keep %s on this host: mount or copy only ca.pem (and ca.p12) into the sandbox\n",

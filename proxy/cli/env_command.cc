@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "certs/client_configs.h"
 #include "certs/others_can_read.h"
 #include "certs/shown_path.h"
 #include "certs/trust_store.h"
@@ -97,16 +98,15 @@ void javaLines(std::FILE* out, const policy::Sandbox& sandbox, const std::string
                shellQuote(options).c_str());
 }
 
-// Clients no variable reaches (docs/cli.md#clients-the-variables-do-not-reach): each line says
-// what that client needs instead, with the path filled in.
+// Clients no variable reaches (docs/cli.md#clients-the-variables-do-not-reach): the line says
+// what each needs instead, with the path filled in.
 void unreachedClientLines(std::FILE* out, const std::string& ca_file) {
   const std::string quoted = shellQuote(ca_file);
   std::fprintf(out,
-               "# sluice: clients these variables do not reach: wget (GnuTLS) "
-               "--ca-certificate=%s; apt (https) -o Acquire::https::CaInfo=%s; Chromium and "
-               "Firefox (an NSS database) certutil -d sql:$HOME/.pki/nssdb -A -t C,, -n sluice "
-               "-i %s\n",
-               quoted.c_str(), quoted.c_str(), quoted.c_str());
+               "# sluice: clients these variables do not reach: Chromium and Firefox (an NSS "
+               "database) certutil -d sql:$HOME/.pki/nssdb -A -t C,, -n sluice -i %s; apt run "
+               "through sudo, which drops APT_CONFIG: -o Acquire::https::CaInfo=%s\n",
+               quoted.c_str(), quoted.c_str());
 }
 
 int badInput(Streams streams, const std::string& problem) {
@@ -181,6 +181,12 @@ int envCommand(std::span<const std::string_view> args, Streams streams) {
   for (std::string_view variable : kCaVariables) {
     exportLine(streams.out, variable, ca_file);
   }
+  // GnuTLS wget and apt's https method read a file, not a variable: sluice writes theirs beside
+  // ca.pem (certs/client_configs.h), and these variables name them.
+  exportLine(streams.out, "WGETRC",
+             certs::shownPath(sandbox->ca_dir + "/" + std::string(certs::kWgetrcFile)));
+  exportLine(streams.out, "APT_CONFIG",
+             certs::shownPath(sandbox->ca_dir + "/" + std::string(certs::kAptConfFile)));
   javaLines(streams.out, *sandbox,
             certs::shownPath(sandbox->ca_dir + "/" + std::string(certs::kTrustStoreFile)));
   unreachedClientLines(streams.out, ca_file);

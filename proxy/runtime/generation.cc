@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "certs/client_configs.h"
 #include "certs/shown_path.h"
 #include "certs/trust_store.h"
 #include "proxy/tls/tls_context.h"
@@ -76,6 +77,13 @@ Result<std::shared_ptr<SandboxRuntime>, std::string> runtimeFor(
     const std::string store_path = sandbox.ca_dir + "/" + std::string(certs::kTrustStoreFile);
     notices->push_back("sandbox '" + sandbox.name + "': wrote " + certs::shownPath(store_path) +
                        " (the CA as a Java trust store)");
+  }
+  // wget's and apt's copies of the CA's path (certs/client_configs.h): not fatal either.
+  if (auto configs = certs::writeClientConfigs(sandbox.ca_dir, runtime->ca_pem_shown); !configs) {
+    if (notices != nullptr) {
+      notices->push_back("sandbox '" + sandbox.name + "': no wgetrc or apt.conf for its CA: " +
+                         configs.error());
+    }
   }
   runtime->ca = std::make_unique<certs::CertificateAuthority>(std::move(ca).value());
   runtime->leaves = std::make_unique<certs::LeafCache>(*runtime->ca);

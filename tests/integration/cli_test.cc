@@ -234,6 +234,11 @@ TEST(CaInit, WritesAPrivateKeyAndNeverOverwrites) {
   ASSERT_EQ(::stat((ca_dir + "/ca.key").c_str(), &key), 0);
   EXPECT_EQ(key.st_mode & 0777, 0600u);
   EXPECT_TRUE(fs::exists(ca_dir + "/ca.pem"));
+  // wget's and apt's files name the certificate (docs/cli.md#sluice-ca-init).
+  std::ifstream apt(ca_dir + "/apt.conf");
+  std::string apt_conf((std::istreambuf_iterator<char>(apt)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(apt_conf, HasSubstr("Acquire::https::CaInfo \"" + ca_dir + "/ca.pem\";\n"));
+  EXPECT_TRUE(fs::exists(ca_dir + "/wgetrc"));
   std::ifstream pem(ca_dir + "/ca.pem");
   std::string before((std::istreambuf_iterator<char>(pem)), std::istreambuf_iterator<char>());
 
@@ -261,6 +266,9 @@ TEST(Env, ProxyAndCaLinesThatAShellCanEvaluate) {
   EXPECT_THAT(r.out, HasSubstr("export HTTPS_PROXY='http://[::1]:3128'\n"));
   EXPECT_THAT(r.out, HasSubstr("export http_proxy='http://[::1]:3128'\n"));
   EXPECT_THAT(r.out, HasSubstr("export NODE_USE_ENV_PROXY='1'\n"));
+  EXPECT_THAT(r.out, HasSubstr("export WGETRC='" + dir.path().string() + "/it'\\''s here/wgetrc'\n"));
+  EXPECT_THAT(r.out,
+              HasSubstr("export APT_CONFIG='" + dir.path().string() + "/it'\\''s here/apt.conf'\n"));
   // A quote in the path survives the shell: '\'' closes, escapes and reopens.
   EXPECT_THAT(r.out, HasSubstr("export PIP_CERT='" + dir.path().string() +
                                "/it'\\''s here/ca.pem'\n"));

@@ -87,6 +87,7 @@ class Content:
         self._file("h2.test", "/trailer/data.txt", "a body before trailers\n")
         self._file("h2.test", "/trailer/page.html", "<p>%s before trailers</p>\n" % CHUNK_MARK)
         self._pypi()
+        self._apt_repository()
         self._big()
 
     def path(self, docroot, url_path=""):
@@ -96,6 +97,16 @@ class Content:
         data = data if isinstance(data, bytes) else data.encode()
         _write(self.path(docroot, url_path), data)
         self.files[(docroot, url_path)] = data
+
+    def _apt_repository(self):
+        """A flat apt repository with no package (`deb [trusted=yes] https://H/debian ./`), for
+        apt over https through sluice: its Release names its one Packages file's digest."""
+        packages = b""
+        self._file("allowed.test", "/debian/Packages", packages)
+        self._file("allowed.test", "/debian/Release",
+                   "Origin: sluice-test\nLabel: sluice-test\nSuite: test\nCodename: test\n"
+                   "Date: Mon, 07 Dec 2026 00:00:00 UTC\nArchitectures: amd64 arm64 all\n"
+                   "SHA256:\n %s %d Packages\n" % (sha256_bytes(packages), len(packages)))
 
     def _pypi(self):
         wheel = build_wheel()

@@ -2,8 +2,9 @@
 a sandbox's clients may run as another user than sluice (an agent's non-root user; apt's https
 method runs as `_apt`). The directories sluice makes for a CA are 0755, ca.pem and ca.p12 0644,
 ca.key 0600: `nobody` and `_apt` trust sluice through ca.pem (a real curl through the proxy, as
-that user) and cannot read the key. A CA under a directory others cannot search is named at
-start (a warning line) and by `sluice env`."""
+that user) and cannot read the key; apt-get update over https, whose https method runs as
+`_apt`, trusts it through the APT_CONFIG `sluice env` prints. A CA under a directory others
+cannot search is named at start (a warning line) and by `sluice env`."""
 import os
 import pwd
 import shutil
@@ -62,6 +63,48 @@ def test_other_users_trust_sluice_through_the_ca_it_makes(make_gw, open_base):
         assert (r.returncode, r.stdout) == (0, "allowed.test\n"), (user, r.stderr)
         r = as_user(user, "cat", ca_dir + "/ca.key")
         assert r.returncode != 0 and "Permission denied" in r.stderr, (user, r)
+
+
+def test_apt_over_https_runs_as_apt_and_trusts_sluice_through_env(make_gw, open_base, bed):
+    """The real apt-get update (root; its https method drops to _apt) from a flat repository on
+    allowed.test through sluice's proxy, with nothing but the lines of `sluice env`: APT_CONFIG
+    names the apt.conf sluice wrote beside ca.pem (Acquire::https::CaInfo), https_proxy the
+    proxy. apt's own state and lists go to a scratch directory."""
+    if not user_exists("_apt"):
+        pytest.skip("no _apt user: apt is not installed")
+    ca_dir = os.path.join(open_base, "state", "sbx1")
+    g = make_gw(edit=lambda config, workdir: config["sandboxes"][0].update(ca=ca_dir))
+    env_lines = subprocess.run(
+        [g.sluice.binary, "env", "-c", g.sluice.config_path, "--sandbox", "sbx1"],
+        capture_output=True, text=True, timeout=60, cwd=g.sluice.workdir, env=clean_env()).stdout
+    apt_dir = os.path.join(open_base, "apt")
+    for sub in ("state/lists/partial", "cache/archives/partial", "parts"):
+        os.makedirs(os.path.join(apt_dir, sub))
+    sources = os.path.join(apt_dir, "sources.list")
+    with open(sources, "w") as f:
+        f.write("deb [trusted=yes] %s ./\n" % g.url("allowed.test", "/debian"))
+    options = ["-o", "Dir::Etc::SourceList=" + sources,
+               "-o", "Dir::Etc::SourceParts=" + os.path.join(apt_dir, "parts"),
+               "-o", "Dir::State=" + os.path.join(apt_dir, "state"),
+               "-o", "Dir::State::status=" + os.path.join(apt_dir, "status"),
+               "-o", "Dir::Cache=" + os.path.join(apt_dir, "cache"),
+               "-o", "Debug::NoLocking=1", "-o", "Acquire::Retries=0"]
+    open(os.path.join(apt_dir, "status"), "w").close()
+    script = 'eval "$SLUICE_ENV_LINES"\nexec apt-get update ' + " ".join(
+        "'%s'" % o for o in options)
+    r = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=120,
+                       env=clean_env(SLUICE_ENV_LINES=env_lines))
+    assert r.returncode == 0 and "Err:" not in r.stdout, (r.stdout, r.stderr)
+    assert "W: " not in r.stderr or "CaInfo" not in r.stderr, r.stderr
+    recs = g.audit.wait(0, lambda rec: "/debian/" in (rec["url"] or ""), 1)
+    assert all(rec["decision"] == "allow" for rec in recs), recs
+    assert any(rec["url"].endswith("/debian/./Release") and rec["status"] == 200
+               for rec in recs), [(rec["url"], rec["status"]) for rec in recs]
+    # The method is _apt's: a CA directory that others cannot search fails it.
+    os.chmod(ca_dir, 0o700)
+    r = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=120,
+                       env=clean_env(SLUICE_ENV_LINES=env_lines))
+    assert "Err:" in r.stdout or r.returncode != 0, (r.stdout, r.stderr)
 
 
 def test_a_ca_others_cannot_reach_is_named_at_start_and_by_env(make_gw, open_base):

@@ -38,25 +38,29 @@ def in_fresh_shell(gw, command, cwd):
                                                  PIP_CONFIG_FILE=os.devnull))
 
 
-def test_env_names_what_the_clients_it_does_not_reach_need(gw, scratch):
-    """wget (GnuTLS) reads no CA variable, nor does apt's https method or an NSS database
-    (docs/cli.md#clients-the-variables-do-not-reach): `sluice env` ends with a comment naming
-    what each needs, the path filled in. With the flag it names, a real wget through sluice gets
-    the page that it fails without; Node's own fetch is told to read the proxy variables."""
+def test_env_reaches_gnutls_wget_and_names_what_other_clients_need(gw, scratch):
+    """GnuTLS wget reads no CA variable (docs/cli.md#clients-the-variables-do-not-reach): `sluice
+    env` points WGETRC at the wgetrc sluice wrote beside ca.pem (and APT_CONFIG at its apt.conf),
+    so a real wget through sluice gets the page with no flag, where it fails without WGETRC. The
+    last line names what the clients no variable reaches need; Node's own fetch is told to read
+    the proxy variables."""
     text = env_lines(gw)
+    ca_dir = os.path.dirname(gw.sluice.ca_pem)
     assert "export NODE_USE_ENV_PROXY='1'\n" in text, text
-    hint = text.splitlines()[-1]
+    assert "export WGETRC='%s/wgetrc'\n" % ca_dir in text, text
+    assert "export APT_CONFIG='%s/apt.conf'\n" % ca_dir in text, text
+    with open(os.path.join(ca_dir, "apt.conf")) as f:
+        assert 'Acquire::https::CaInfo "%s";' % gw.sluice.ca_pem in f.read()
     ca = "'%s'" % gw.sluice.ca_pem  # (as every line quotes it)
-    assert hint == ("# sluice: clients these variables do not reach: wget (GnuTLS) "
-                    "--ca-certificate=%s; apt (https) -o Acquire::https::CaInfo=%s; Chromium "
-                    "and Firefox (an NSS database) certutil -d sql:$HOME/.pki/nssdb -A -t C,, "
-                    "-n sluice -i %s" % (ca, ca, ca)), hint
-    flag = hint.split("wget (GnuTLS) ", 1)[1].split(";", 1)[0]
-    url = gw.url("allowed.test", "/whoami.txt?m=" + marker())
+    assert text.splitlines()[-1] == (
+        "# sluice: clients these variables do not reach: Chromium and Firefox (an NSS database) "
+        "certutil -d sql:$HOME/.pki/nssdb -A -t C,, -n sluice -i %s; apt run through sudo, "
+        "which drops APT_CONFIG: -o Acquire::https::CaInfo=%s" % (ca, ca)), text
+    url = shlex.quote(gw.url("allowed.test", "/whoami.txt?m=" + marker()))
     wget = "wget -q -O - --tries=1 --timeout=20 "
-    without = in_fresh_shell(gw, wget + shlex.quote(url), scratch)
-    assert without.returncode != 0, "GnuTLS wget trusted sluice without the flag"
-    r = in_fresh_shell(gw, wget + flag + " " + shlex.quote(url), scratch)
+    without = in_fresh_shell(gw, "unset WGETRC; " + wget + url, scratch)
+    assert without.returncode != 0, "GnuTLS wget trusted sluice without its wgetrc"
+    r = in_fresh_shell(gw, wget + url, scratch)
     assert (r.returncode, r.stdout) == (0, "allowed.test\n"), r.stderr
 
 

@@ -77,9 +77,10 @@ TEST(CaInitCommand, WritesCaAndPrintsTrustHint) {
   ASSERT_EQ(result.code, kExitOk) << result.err;
   EXPECT_THAT(result.err, IsEmpty());
   EXPECT_THAT(result.out, StartsWith("wrote " + dir + "/ca.pem and " + dir +
-                                     "/ca.key (EC P-256, key mode 0600), and " + dir +
+                                     "/ca.key (EC P-256, key mode 0600), " + dir +
                                      "/ca.p12 (the certificate as a Java trust store, password "
-                                     "changeit)\n"));
+                                     "changeit), and wgetrc and apt.conf naming the "
+                                     "certificate\n"));
   EXPECT_THAT(result.out, HasSubstr("SSL_CERT_FILE=" + dir + "/ca.pem"));
 
   struct stat st {};

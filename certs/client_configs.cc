@@ -1,0 +1,63 @@
+#include "certs/client_configs.h"
+
+#include "certs/public_file.h"
+
+namespace sluice::certs {
+
+namespace {
+
+constexpr std::size_t kMaxConfigBytes = 8 * 1024;
+
+Result<Ok, std::string> carriable(std::string_view ca_pem) {
+  for (char c : ca_pem) {
+    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return Err{"the CA path " + std::string(ca_pem) +
+                 " has a quote, a backslash or a control character, which wgetrc and apt.conf "
+                 "cannot carry"};
+    }
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Result<std::string, std::string> wgetrcFor(std::string_view ca_pem) {
+  if (auto ok = carriable(ca_pem); !ok) {
+    return Err{std::move(ok).error()};
+  }
+  return "# written by sluice: wget trusts the sandbox's CA (WGETRC, from `sluice env`)\n"
+         "ca_certificate = " +
+         std::string(ca_pem) + "\n";
+}
+
+Result<std::string, std::string> aptConfFor(std::string_view ca_pem) {
+  if (auto ok = carriable(ca_pem); !ok) {
+    return Err{std::move(ok).error()};
+  }
+  return "// written by sluice: apt's https method trusts the sandbox's CA (APT_CONFIG, from "
+         "`sluice env`)\nAcquire::https::CaInfo \"" +
+         std::string(ca_pem) + "\";\n";
+}
+
+Result<bool, std::string> writeClientConfigs(const std::string& dir, const std::string& ca_pem) {
+  auto wgetrc = wgetrcFor(ca_pem);
+  auto apt = aptConfFor(ca_pem);
+  if (!wgetrc || !apt) {
+    return Err{!wgetrc ? wgetrc.error() : apt.error()};
+  }
+  bool wrote = false;
+  for (const auto& [name, bytes] : {std::pair{kWgetrcFile, &wgetrc.value()},
+                                    std::pair{kAptConfFile, &apt.value()}}) {
+    const std::string path = dir + "/" + std::string(name);
+    if (auto existing = readSmallFile(path, kMaxConfigBytes); existing && existing.value() == *bytes) {
+      continue;
+    }
+    if (auto written = replaceFile(dir, name, *bytes); !written) {
+      return Err{std::move(written).error()};
+    }
+    wrote = true;
+  }
+  return wrote;
+}
+
+}  // namespace sluice::certs

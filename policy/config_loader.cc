@@ -156,11 +156,21 @@ std::string unknownName(std::string_view kind, std::string_view name,
   return message + ")";
 }
 
+std::optional<Duration> readPositiveDuration(YamlWalker& walker, const YamlValue& value) {
+  auto duration = readDuration(walker, value);
+  if (duration && duration->count() == 0) {
+    walker.error(value.mark, "must be greater than 0");
+    return std::nullopt;
+  }
+  return duration;
+}
+
 }  // namespace loader
 
 namespace {
 
 using loader::LoadState;
+using loader::readPositiveDuration;
 
 constexpr std::string_view kEmptyServers =
     "an empty list has no servers; remove the key to use /etc/resolv.conf";
@@ -324,15 +334,6 @@ std::optional<YAML::Node> loadDocument(const ConfigText& in, std::string_view em
   return document;
 }
 
-std::optional<Duration> readPositiveDuration(YamlWalker& walker, const YamlValue& value) {
-  auto duration = readDuration(walker, value);
-  if (duration && duration->count() == 0) {
-    walker.error(value.mark, "must be greater than 0");
-    return std::nullopt;
-  }
-  return duration;
-}
-
 void readDns(YamlWalker& walker, const YamlValue& value, DnsSettings& dns) {
   MapReader map(walker, value, {"servers", "timeout", "max_ttl"});
   map.read("servers", [&](const YamlValue& v) {
@@ -349,47 +350,6 @@ void readDns(YamlWalker& walker, const YamlValue& value, DnsSettings& dns) {
   map.read("max_ttl", [&](const YamlValue& v) {
     dns.max_ttl = readDuration(walker, v).value_or(dns.max_ttl);
   });
-}
-
-void readUpstream(YamlWalker& walker, const YamlValue& value, UpstreamSettings& upstream) {
-  MapReader map(walker, value, {"ca_file", "extra_ca_files", "connect_timeout", "max_idle",
-                                "max_idle_per_sandbox"});
-  map.read("ca_file", [&](const YamlValue& v) { upstream.ca_file = loader::readPath(walker, v); });
-  map.read("extra_ca_files", [&](const YamlValue& v) {
-    std::vector<std::string> seen;
-    auto read_file = [&](const YamlValue& item) -> std::optional<std::string> {
-      std::optional<std::string> path = loader::readPath(walker, item);
-      if (path && std::find(seen.begin(), seen.end(), *path) != seen.end()) {
-        walker.error(item.mark, "'" + *path + "' is listed twice");
-        return std::nullopt;
-      }
-      if (path) {
-        seen.push_back(*path);
-      }
-      return path;
-    };
-    upstream.extra_ca_files =
-        readList<std::string>(walker, v, "an empty list: leave the key out", read_file)
-            .value_or(std::vector<std::string>{});
-  });
-  map.read("connect_timeout", [&](const YamlValue& v) {
-    upstream.connect_timeout = readPositiveDuration(walker, v).value_or(upstream.connect_timeout);
-  });
-  // Counts of connections, 0 (keep none idle) included; more than a process could ever open
-  // is a typo, not a wish.
-  constexpr std::uint64_t kMaxIdle = 1u << 24;
-  auto readIdle = [&](std::string_view key, std::uint64_t& field) {
-    map.read(key, [&](const YamlValue& v) {
-      auto n = readInteger(walker, v);
-      if (n && *n > kMaxIdle) {
-        walker.error(v.mark, "must be at most " + std::to_string(kMaxIdle));
-      } else if (n) {
-        field = *n;
-      }
-    });
-  };
-  readIdle("max_idle", upstream.max_idle);
-  readIdle("max_idle_per_sandbox", upstream.max_idle_per_sandbox);
 }
 
 void readAudit(YamlWalker& walker, const YamlValue& value, AuditSettings& audit) {
@@ -536,7 +496,9 @@ void readRoot(YamlWalker& walker, const YAML::Node& root, LoadState& state) {
   map.read("secrets", [&](const YamlValue& v) { loader::readSecrets(walker, v, state); });
   map.read("policies", [&](const YamlValue& v) { loader::readPolicies(walker, v, state); });
   map.read("dns", [&](const YamlValue& v) { readDns(walker, v, state.config.dns); });
-  map.read("upstream", [&](const YamlValue& v) { readUpstream(walker, v, state.config.upstream); });
+  map.read("upstream", [&](const YamlValue& v) {
+    loader::readUpstream(walker, v, state.config.upstream);
+  });
   map.read("audit", [&](const YamlValue& v) { readAudit(walker, v, state.config.audit); });
   map.read("admin", [&](const YamlValue& v) { readAdmin(walker, v, state); });
   map.read("limits", [&](const YamlValue& v) { readLimits(walker, v, state); });

@@ -89,7 +89,12 @@ void readSandboxLimits(YamlWalker& walker, const YamlValue& value, WrittenLimits
 // once everything is read.
 void resolveSandboxLimits(LoadState& state);
 
+// config_loader_upstream.cc. The `upstream` map.
+void readUpstream(YamlWalker& walker, const YamlValue& value, UpstreamSettings& upstream);
+
 // config_loader.cc, shared helpers.
+// A duration greater than 0.
+std::optional<Duration> readPositiveDuration(YamlWalker& walker, const YamlValue& value);
 // The position of `file` in state.files (files.size() if absent).
 std::size_t fileRank(const LoadState& state, const std::string& file);
 

@@ -104,24 +104,11 @@ bool configureCommon(SSL_CTX* ctx) {
          SSL_CTX_set1_groups_list(ctx, kGroups) == 1;
 }
 
-// Whether `path` holds at least one PEM certificate, read into a store of its own: the
-// context's store may hold the default ones already (upstream.extra_ca_files).
-bool fileHasCertificate(const std::string& path) {
-  certs::X509StorePtr store(X509_STORE_new());
-  if (!store || X509_STORE_load_file(store.get(), path.c_str()) != 1) {
-    return false;
-  }
-  STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(store.get());
-  for (int i = 0; objects != nullptr && i < sk_X509_OBJECT_num(objects); ++i) {
-    if (X509_OBJECT_get_type(sk_X509_OBJECT_value(objects, i)) == X509_LU_X509) {
-      return true;
-    }
-  }
-  return false;
-}
-
 // Says what is wrong with a trust file (the key `what` names it by) in words an operator can
-// act on, before OpenSSL's more cryptic "no certificate or crl found" or "system lib".
+// act on, before OpenSSL's more cryptic "no certificate or crl found" or "system lib". The file
+// is read once, into a store of its own (the context's may hold the default certificates
+// already, so only the file's own count says whether it holds one), and its objects are then
+// added to the context's store.
 Result<Ok, std::string> loadTrustFile(SSL_CTX* ctx, std::string_view what,
                                       const std::string& path) {
   const std::string named = std::string(what) + " " + path;
@@ -132,12 +119,29 @@ Result<Ok, std::string> loadTrustFile(SSL_CTX* ctx, std::string_view what,
   if (!S_ISREG(st.st_mode)) {
     return Err{named + ": not a regular file"};
   }
-  if (SSL_CTX_load_verify_file(ctx, path.c_str()) != 1) {
+  certs::X509StorePtr file(X509_STORE_new());
+  if (!file || X509_STORE_load_file(file.get(), path.c_str()) != 1) {
     return certs::opensslFailure(named +
                                  ": cannot load it as PEM certificates (unreadable, empty, or "
                                  "not PEM)");
   }
-  if (!fileHasCertificate(path)) {
+  X509_STORE* trusted = SSL_CTX_get_cert_store(ctx);
+  STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(file.get());
+  int certificates = 0;
+  for (int i = 0; objects != nullptr && i < sk_X509_OBJECT_num(objects); ++i) {
+    X509_OBJECT* object = sk_X509_OBJECT_value(objects, i);
+    bool added = true;
+    if (X509_OBJECT_get_type(object) == X509_LU_X509) {
+      ++certificates;
+      added = X509_STORE_add_cert(trusted, X509_OBJECT_get0_X509(object)) == 1;
+    } else if (X509_OBJECT_get_type(object) == X509_LU_CRL) {
+      added = X509_STORE_add_crl(trusted, X509_OBJECT_get0_X509_CRL(object)) == 1;
+    }
+    if (!added) {
+      return certs::opensslFailure(named + ": cannot add it to the trust store");
+    }
+  }
+  if (certificates == 0) {
     ERR_clear_error();
     return Err{named + ": holds no certificate"};
   }

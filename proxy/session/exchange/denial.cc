@@ -20,30 +20,31 @@ std::string denialPhrase(int status, policy::Reason reason) {
 
 std::string explainDenial(policy::Reason reason, const DeniedRequest& request) {
   std::string h(request.host);
-  const std::string in = " in sandbox " + std::string(request.sandbox);
+  // What was asked, and the one key of a rule that would allow it.
+  auto wouldNeed = [&](std::string_view asked, std::string_view key, std::string_view value,
+                       std::string_view tail = {}) {
+    std::string text(asked);
+    text.append(" is not allowed for ").append(h).append(" in sandbox ").append(request.sandbox);
+    text.append("; a rule would need ").append(key).append(": [").append(value).append("]");
+    return text.append(tail);
+  };
   switch (reason) {
     case policy::Reason::NotAllowedHost:
       return h + " is not in the policy of sandbox " + std::string(request.sandbox) +
              "; a rule would need hosts: [" + h + "]";
     case policy::Reason::NotAllowedPort: {
       const std::string port = std::to_string(request.port);
-      return "port " + port + " is not allowed for " + h + in + "; a rule would need ports: [" +
-             port + "]";
+      return wouldNeed("port " + port, "ports", port);
     }
-    case policy::Reason::NotAllowedScheme: {
-      const std::string scheme(policy::toString(request.scheme));
-      return scheme + " is not allowed for " + h + in + "; a rule would need schemes: [" +
-             scheme + "]";
-    }
+    case policy::Reason::NotAllowedScheme:
+      return wouldNeed(policy::toString(request.scheme), "schemes",
+                       policy::toString(request.scheme));
     case policy::Reason::NotAllowedMethod:
-      return std::string(request.method) + " is not allowed for " + h + in +
-             "; a rule would need methods: [" + std::string(request.method) + "]";
-    case policy::Reason::NotAllowedPath: {
+      return wouldNeed(request.method, "methods", request.method);
+    case policy::Reason::NotAllowedPath:
       // A rule's paths are prefixes of the path, never of the query.
-      const std::string_view path = request.target.substr(0, request.target.find('?'));
-      return std::string(request.target) + " is not allowed for " + h + in +
-             "; a rule would need paths: [" + std::string(path) + "] or a prefix of it";
-    }
+      return wouldNeed(request.target, "paths",
+                       request.target.substr(0, request.target.find('?')), " or a prefix of it");
     case policy::Reason::BadHost:
       return "not a valid host name: " + h;
     case policy::Reason::IpLiteral:

@@ -3,8 +3,11 @@ curl, and pip."""
 from dataclasses import dataclass, field
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
+
+import pytest
 
 from http1 import ConnectionClosed, HttpReader, Response
 from netutil import clean_env
@@ -269,3 +272,25 @@ def pip_download(index_url, package, dest, cert, proxy=None, timeout=120, prefix
     cmd[0:0] = list(prefix)
     env = clean_env(PIP_CONFIG_FILE=os.devnull)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def sluice_cli(gw, *args):
+    """`sluice ARGS...` of gw's binary, from its working directory."""
+    return subprocess.run([gw.sluice.binary, *args], capture_output=True, text=True, timeout=60,
+                          cwd=gw.sluice.workdir, env=clean_env())
+
+
+def env_lines(gw, sandbox="sbx1"):
+    """What `sluice env` prints for gw's config and `sandbox` (it must succeed)."""
+    r = sluice_cli(gw, "env", "-c", gw.sluice.config_path, "--sandbox", sandbox)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def chromium():
+    """Debian's chromium, or the test is skipped."""
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.skip("chromium is not installed (scripts/install-deps --test installs it)")

@@ -5,21 +5,11 @@ a screenshot is kept as a test artifact (build-logs/audit-report.png, or $SLUICE
 import json
 import os
 import re
-import shutil
 import subprocess
 
-import pytest
-
 from audit import mixed_traffic_log
+from clients import chromium
 from netutil import clean_env
-
-
-def chromium():
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("chromium is not installed (scripts/install-deps --test installs it)")
 
 
 def run_chromium(binary, scratch, *args):

@@ -14,6 +14,7 @@ import tempfile
 
 import pytest
 
+from clients import env_lines
 from netutil import clean_env, wait_until
 
 USERS = ("nobody", "_apt")
@@ -74,9 +75,7 @@ def test_apt_over_https_runs_as_apt_and_trusts_sluice_through_env(make_gw, open_
         pytest.skip("no _apt user: apt is not installed")
     ca_dir = os.path.join(open_base, "state", "sbx1")
     g = make_gw(edit=lambda config, workdir: config["sandboxes"][0].update(ca=ca_dir))
-    env_lines = subprocess.run(
-        [g.sluice.binary, "env", "-c", g.sluice.config_path, "--sandbox", "sbx1"],
-        capture_output=True, text=True, timeout=60, cwd=g.sluice.workdir, env=clean_env()).stdout
+    lines = env_lines(g)
     apt_dir = os.path.join(open_base, "apt")
     for sub in ("state/lists/partial", "cache/archives/partial", "parts"):
         os.makedirs(os.path.join(apt_dir, sub))
@@ -93,7 +92,7 @@ def test_apt_over_https_runs_as_apt_and_trusts_sluice_through_env(make_gw, open_
     script = 'eval "$SLUICE_ENV_LINES"\nexec apt-get update ' + " ".join(
         "'%s'" % o for o in options)
     r = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=120,
-                       env=clean_env(SLUICE_ENV_LINES=env_lines))
+                       env=clean_env(SLUICE_ENV_LINES=lines))
     assert r.returncode == 0 and "Err:" not in r.stdout, (r.stdout, r.stderr)
     assert "W: " not in r.stderr or "CaInfo" not in r.stderr, r.stderr
     recs = g.audit.wait(0, lambda rec: "/debian/" in (rec["url"] or ""), 1)
@@ -103,7 +102,7 @@ def test_apt_over_https_runs_as_apt_and_trusts_sluice_through_env(make_gw, open_
     # The method is _apt's: a CA directory that others cannot search fails it.
     os.chmod(ca_dir, 0o700)
     r = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=120,
-                       env=clean_env(SLUICE_ENV_LINES=env_lines))
+                       env=clean_env(SLUICE_ENV_LINES=lines))
     assert "Err:" in r.stdout or r.returncode != 0, (r.stdout, r.stderr)
 
 
@@ -117,14 +116,10 @@ def test_a_ca_others_cannot_reach_is_named_at_start_and_by_env(make_gw, open_bas
                       "the warn line")[0]
     assert " warning sluice: sandbox 'sbx1': " in line, line
     assert "%s/ca.pem (%s is mode 0700)" % (ca_dir, hidden) in line, line
-    r = subprocess.run([g.sluice.binary, "env", "-c", g.sluice.config_path, "--sandbox", "sbx1"],
-                       capture_output=True, text=True, timeout=60, cwd=g.sluice.workdir,
-                       env=clean_env())
-    assert r.returncode == 0, r.stderr
-    comment = r.stdout.splitlines()[1]
+    comment = env_lines(g).splitlines()[1]
     assert comment == ("# sluice: other users cannot open it (%s is mode 0700): a client that "
                        "runs as another user (apt's https method runs as _apt) cannot trust "
-                       "sluice" % hidden), r.stdout
+                       "sluice" % hidden), comment
     # What it says is so: nobody cannot reach it.
     r = as_user("nobody", "cat", ca_dir + "/ca.pem")
     assert r.returncode != 0 and "Permission denied" in r.stderr, r

@@ -15,19 +15,9 @@ import subprocess
 import pytest
 
 import content as C
+from clients import env_lines, sluice_cli
 from netutil import clean_env
 from oracles import get, marker
-
-
-def sluice_cli(gw, *args):
-    return subprocess.run([gw.sluice.binary, *args], capture_output=True, text=True, timeout=60,
-                          cwd=gw.sluice.workdir, env=clean_env())
-
-
-def env_lines(gw):
-    r = sluice_cli(gw, "env", "-c", gw.sluice.config_path, "--sandbox", "sbx1")
-    assert r.returncode == 0, r.stderr
-    return r.stdout
 
 
 def in_fresh_shell(gw, command, cwd):

@@ -22,6 +22,7 @@ import subprocess
 import pytest
 
 import expect
+from clients import chromium
 from netutil import clean_env
 from oracles import DnsMark, marker
 from sluice_proc import SANDBOX
@@ -330,14 +331,6 @@ def test_git_clone_shows_the_line_as_remote(gw, bed, scratch):
 
 
 # --- Chromium -------------------------------------------------------------------------------
-
-def chromium():
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("chromium is not installed (scripts/install-deps --test installs it)")
-
 
 def nss_home(scratch, ca_pem):
     """A HOME whose NSS database ($HOME/.pki/nssdb, which Chromium reads) trusts the sandbox

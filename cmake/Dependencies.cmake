@@ -28,6 +28,12 @@ endif()
 
 find_package(spdlog 1.10 CONFIG REQUIRED)
 
+# The package firewall (docs/packages.md): registry metadata (JSON of up to tens of MiB) is read
+# with simdjson's on-demand parser, whose raw spans let a filter copy what it keeps unchanged;
+# zlib inflates gzip'd metadata and the OSV zips, and deflates what is served back gzip'd.
+find_package(simdjson 3.0 CONFIG REQUIRED)
+find_package(ZLIB REQUIRED)
+
 set(LLHTTP_SRC_DIR /usr/share/llhttp CACHE PATH "generated llhttp.c, api.c, http.c")
 set(LLHTTP_INCLUDE_DIR /usr/share/include/llhttp CACHE PATH "directory of llhttp.h")
 foreach(f ${LLHTTP_SRC_DIR}/llhttp.c ${LLHTTP_SRC_DIR}/api.c ${LLHTTP_SRC_DIR}/http.c

@@ -45,6 +45,10 @@ std::string_view toString(Refusal r) {
   return "unknown";
 }
 
+std::string_view toString(AdvisoryBlock b) {
+  return b == AdvisoryBlock::All ? "all" : "malicious";
+}
+
 // Linear scans: a configuration has a handful of each, and these run at startup and reload,
 // not per request (a session holds the Sandbox it was accepted for).
 const Sandbox* Config::findSandbox(std::string_view name) const {

@@ -13,6 +13,7 @@
 
 #include "policy/host_pattern.h"
 #include "policy/ip_address.h"
+#include "policy/package_settings.h"
 #include "policy/rule_index.h"
 
 namespace sluice::policy {
@@ -41,6 +42,9 @@ struct Rule {
   // WebSocket upgrades may go to these hosts (docs/wire.md#websocket); without it a request that
   // asks for one is denied upgrade_not_allowed, whatever else the rule allows.
   bool websocket = false;
+  // The package registry this rule allows (docs/packages.md): its requests are read as package
+  // requests and judged by the policy's `packages`, and each record names the package.
+  std::optional<RegistrySettings> registry;
 
   bool allowsScheme(Scheme s) const { return (schemes & static_cast<std::uint8_t>(s)) != 0; }
   bool allowsPort(Scheme s, std::uint16_t port) const;
@@ -53,6 +57,8 @@ struct Policy {
   std::string name;
   std::vector<Rule> rules;
   RuleIndex index;  // built from `rules` by the loader
+  // What the registries of its rules may serve; nullopt: any package (still on record).
+  std::optional<PackageSettings> packages;
 };
 
 enum class SandboxMode : std::uint8_t { Enforce, Report };

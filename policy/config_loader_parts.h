@@ -89,6 +89,11 @@ void readSandboxLimits(YamlWalker& walker, const YamlValue& value, WrittenLimits
 // once everything is read.
 void resolveSandboxLimits(LoadState& state);
 
+// config_loader_packages.cc. A rule's `registry` (a word, or a map with its path) and a
+// policy's `packages`.
+std::optional<RegistrySettings> readRegistry(YamlWalker& walker, const YamlValue& value);
+std::optional<PackageSettings> readPackageSettings(YamlWalker& walker, const YamlValue& value);
+
 // config_loader_upstream.cc. The `upstream` map.
 void readUpstream(YamlWalker& walker, const YamlValue& value, UpstreamSettings& upstream);
 

@@ -260,7 +260,8 @@ std::optional<Rule> readRule(YamlWalker& walker, const YamlValue& value, std::si
                              const LoadState& state, RuleNames& names) {
   MapReader map(
       walker, value,
-      {"name", "hosts", "schemes", "ports", "methods", "paths", "ips", "inject", "websocket"});
+      {"name", "hosts", "schemes", "ports", "methods", "paths", "ips", "inject", "websocket",
+       "registry"});
   if (!map.isMap()) {
     return std::nullopt;
   }
@@ -307,6 +308,7 @@ std::optional<Rule> readRule(YamlWalker& walker, const YamlValue& value, std::si
   readRuleLimits(walker, map, rule);
   map.read("websocket",
            [&](const YamlValue& v) { rule.websocket = readBool(walker, v).value_or(false); });
+  map.read("registry", [&](const YamlValue& v) { rule.registry = readRegistry(walker, v); });
   std::vector<std::string> headers;
   readRuleList(walker, map, "inject", rule.inject,
                [&](const YamlValue& v) { return readInjection(walker, v, state, headers); });
@@ -323,7 +325,10 @@ std::optional<Rule> readRule(YamlWalker& walker, const YamlValue& value, std::si
 
 void readPolicy(YamlWalker& walker, const YamlValue& value, const LoadState& state,
                 Policy& policy) {
-  MapReader map(walker, value, {"rules"});
+  MapReader map(walker, value, {"rules", "packages"});
+  map.read("packages",
+           [&](const YamlValue& v) { policy.packages = readPackageSettings(walker, v); });
+  const std::size_t errors = walker.errorCount();
   map.readRequired("rules", [&](const YamlValue& v) {
     if (!checkSequence(walker, v)) {
       return;
@@ -339,6 +344,18 @@ void readPolicy(YamlWalker& walker, const YamlValue& value, const LoadState& sta
       }
     }
   });
+  // Package settings judge the requests of registry rules; without one they would judge
+  // nothing, and the operator would believe they did.
+  const MapEntry* packages = map.find("packages");
+  const bool has_registry = std::any_of(policy.rules.begin(), policy.rules.end(),
+                                        [](const Rule& rule) { return rule.registry.has_value(); });
+  if (packages != nullptr && !has_registry && walker.errorCount() == errors &&
+      map.find("rules") != nullptr) {
+    YamlWalker::Scope scope(walker, "packages");
+    walker.error(packages->key_mark,
+                 "packages apply to the requests of rules with a registry, and no rule here has "
+                 "one: add `registry: npm` or `registry: pypi` to the rule of each registry");
+  }
 }
 
 }  // namespace

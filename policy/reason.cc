@@ -40,6 +40,9 @@ constexpr std::array<ReasonInfo, kReasonCount> kReasons = {{
     {"too_many_connections", 503, "connection_limit_reached"},  //
     {"upgrade_not_allowed", 403, "http_request_denied"},        //
     {"audit_unavailable", 503, "proxy_internal_error"},         //
+    {"package_denied", 403, "http_request_denied"},             //
+    {"package_malicious", 403, "http_request_denied"},          //
+    {"package_unrecognized", 403, "http_request_denied"},       //
 }};
 
 }  // namespace
@@ -63,6 +66,9 @@ bool isPolicyReason(Reason r) {
     case Reason::NotAllowedMethod:
     case Reason::NotAllowedPath:
     case Reason::UpgradeNotAllowed:
+    case Reason::PackageDenied:
+    case Reason::PackageMalicious:
+    case Reason::PackageUnrecognized:
       return true;
     default:
       return false;

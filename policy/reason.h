@@ -42,9 +42,16 @@ enum class Reason : std::uint8_t {
   // The sandbox's audit file cannot be written: its records are kept and retried, and its new
   // requests are refused until they can be (no request goes unrecorded).
   AuditUnavailable,
+  // The package firewall (docs/packages.md): a name the policy's lists refuse, a version an
+  // advisory it blocks names.
+  PackageDenied,
+  PackageMalicious,
+  // A request in a registry's namespace that names a package in no shape sluice reads
+  // (docs/packages.md#requests): the registry might serve a package sluice did not judge.
+  PackageUnrecognized,
 };
 
-inline constexpr int kReasonCount = static_cast<int>(Reason::AuditUnavailable) + 1;
+inline constexpr int kReasonCount = static_cast<int>(Reason::PackageUnrecognized) + 1;
 
 struct ReasonInfo {
   std::string_view token;         // "not_allowed_host"; "" for None

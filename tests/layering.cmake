@@ -15,10 +15,13 @@ set(library_nghttp2 "nghttp2/")
 set(library_openssl "openssl/")
 set(library_spdlog "spdlog/" "fmt/")
 set(library_yaml-cpp "yaml-cpp/")
+set(library_simdjson "simdjson\\.h")
+set(library_zlib "zlib\\.h")
 set(library_sockets "sys/socket\\.h" "netinet/" "arpa/" "netdb\\.h")
 set(library_files "unistd\\.h" "fcntl\\.h" "dirent\\.h" "sys/stat\\.h" "sys/inotify\\.h"
     "sys/resource\\.h" "cstdio" "stdio\\.h" "fstream" "iostream" "filesystem")
-set(libraries libuv c-ares llhttp nghttp2 openssl spdlog yaml-cpp sockets files libuv-handles)
+set(libraries libuv c-ares llhttp nghttp2 openssl spdlog yaml-cpp simdjson zlib sockets files
+    libuv-handles)
 # Not an include but a call: making a libuv handle (a stream, a timer, a signal...). A module
 # that includes uv.h without this may hold the loop and read its clock, and no more.
 set(handle_calls "uv_(tcp|udp|pipe|tty|poll|timer|prepare|check|idle|async|process|fs_event"

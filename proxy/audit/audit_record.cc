@@ -325,6 +325,32 @@ void digestOrNull(LineBuilder& line, bool present, const Sha256& digest) {
   }
 }
 
+void stringOrNull(LineBuilder& line, std::string_view text) {
+  if (text.empty()) {
+    line.lit("null");
+  } else {
+    line.string(text);
+  }
+}
+
+void packageOrNull(LineBuilder& line, const std::optional<PackageFacts>& package) {
+  if (!package) {
+    line.lit("null");
+    return;
+  }
+  line.lit("{\"ecosystem\":");
+  line.quoted(policy::toString(package->ecosystem));
+  line.lit(",\"kind\":");
+  line.quoted(policy::toString(package->kind));
+  line.lit(",\"name\":");
+  stringOrNull(line, package->name);
+  line.lit(",\"version\":");
+  stringOrNull(line, package->version);
+  line.lit(",\"advisory\":");
+  stringOrNull(line, package->advisory);
+  line.lit("}");
+}
+
 // The field names below are spelled out in the literals; they are the field:: constants.
 static_assert(field::kTs == "ts" && field::kSandbox == "sandbox" && field::kKind == "kind" &&
               field::kConn == "conn" && field::kClient == "client" && field::kMode == "mode" &&
@@ -336,7 +362,8 @@ static_assert(field::kTs == "ts" && field::kSandbox == "sandbox" && field::kKind
               field::kReqSha256 == "req_sha256" && field::kRespSha256 == "resp_sha256" &&
               field::kProto == "proto" && field::kUpstreamProto == "upstream_proto" &&
               field::kUpgrade == "upgrade" && field::kError == "error" &&
-              field::kDeniedAddrs == "denied_addrs" && field::kDurationMs == "duration_ms" &&
+              field::kDeniedAddrs == "denied_addrs" && field::kPackage == "package" &&
+              field::kDurationMs == "duration_ms" &&
               field::kTruncated == "truncated");
 
 }  // namespace
@@ -429,7 +456,9 @@ void appendRecordBody(std::string& out, const AuditRecord& r) {
       line.string(policy::toString(denied.why));
       line.lit("}");
     }
-    line.lit("],\"duration_ms\":");
+    line.lit("],\"package\":");
+    packageOrNull(line, r.package);
+    line.lit(",\"duration_ms\":");
     line.number(static_cast<std::int64_t>(r.duration_ms));
   }
   if (truncation.count != 0) {

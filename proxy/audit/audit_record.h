@@ -26,6 +26,7 @@
 
 #include "policy/decision.h"
 #include "policy/ip_address.h"
+#include "policy/package_request.h"
 #include "policy/reason.h"
 
 namespace sluice::proxy::audit {
@@ -57,6 +58,7 @@ inline constexpr std::string_view kUpstreamProto = "upstream_proto";
 inline constexpr std::string_view kUpgrade = "upgrade";
 inline constexpr std::string_view kError = "error";
 inline constexpr std::string_view kDeniedAddrs = "denied_addrs";
+inline constexpr std::string_view kPackage = "package";
 inline constexpr std::string_view kDurationMs = "duration_ms";
 inline constexpr std::string_view kTruncated = "truncated";  // only when a value was cut
 inline constexpr std::string_view kChain = "chain";
@@ -71,10 +73,12 @@ inline constexpr std::size_t kMaxHostBytes = 512;
 inline constexpr std::size_t kMaxUrlBytes = 4096;
 // What sluice writes itself, from '{' up to `,"chain"`, with every field at its longest (names
 // from the config at their 64-character limit, IPv6 endpoints, 20-digit numbers, both
-// digests), and `addrs` and `denied_addrs` empty; and the most each resolved address adds to
+// digests, a `package` with the longest name, version and advisory id any can have: each is
+// checked before it is recorded, in characters JSON writes as they are), and `addrs` and
+// `denied_addrs` empty; and the most each resolved address adds to
 // `addrs`, and each refused one to `denied_addrs` (only the kMaxAddresses an answer is checked
 // for can be refused).
-inline constexpr std::size_t kMaxFixedBytes = 1000;
+inline constexpr std::size_t kMaxFixedBytes = 1600;
 inline constexpr std::size_t kMaxAddressBytes = 48;
 inline constexpr std::size_t kMaxDeniedAddressBytes = 128;
 // The `truncated` member with all four fields cut, each with a 20-digit length.
@@ -119,6 +123,16 @@ std::string_view toString(Error e);  // "" for None
 using Sha256 = std::array<std::uint8_t, 32>;
 
 // An address of H that the address checks refused (`denied_addrs`, reason ip_denied), and why.
+// The package a registry request names (docs/packages.md#on-record): views valid while the
+// record is written. Empty views are null.
+struct PackageFacts {
+  policy::Ecosystem ecosystem = policy::Ecosystem::Npm;
+  policy::PackageRequestKind kind = policy::PackageRequestKind::None;
+  std::string_view name;      // normal form, at most 214 characters of [a-z0-9@/._~!'()-]
+  std::string_view version;   // as in the URL, at most 128 characters of [A-Za-z0-9.+!_-]
+  std::string_view advisory;  // the id of the advisory that refused it, at most 64 characters
+};
+
 struct DeniedAddress {
   policy::IpAddress ip;
   policy::AddressRefusal why = policy::AddressRefusal::NotGlobal;
@@ -154,6 +168,7 @@ struct AuditRecord {
   bool websocket = false;              // `upgrade`: the request asked for a WebSocket
   Error error = Error::None;
   std::span<const DeniedAddress> denied_addrs;
+  std::optional<PackageFacts> package;  // a request of a rule with a `registry`; else null
   std::uint64_t duration_ms = 0;
 };
 

@@ -6,6 +6,7 @@
 #include "proxy/cli/command_help.h"
 #include "proxy/cli/flags.h"
 #include "proxy/config/config_files.h"
+#include "proxy/runtime/package_advisories.h"
 
 namespace sluice::cli {
 
@@ -23,12 +24,22 @@ int checkCommand(std::span<const std::string_view> args, Streams streams) {
     proxy::printConfigErrors(streams.err, config.error());
     return kExitUsage;
   }
+  // The advisories are part of what the policy enforces: a file run could not read fails here
+  // too (docs/packages.md#advisories).
+  auto advisories = proxy::PolicyAdvisories::load(*config.value());
+  if (!advisories) {
+    std::fprintf(streams.err, "sluice check: %s\n", advisories.error().c_str());
+    return kExitUsage;
+  }
   std::size_t rules = 0;
   for (const auto& policy : config.value()->policies) {
     rules += policy->rules.size();
   }
   std::fprintf(streams.out, "%s: ok (%zu sandboxes, %zu policies, %zu rules)\n", path.c_str(),
                config.value()->sandboxes.size(), config.value()->policies.size(), rules);
+  for (const std::string& line : advisories.value()->summary()) {
+    std::fprintf(streams.out, "%s\n", line.c_str());
+  }
   return kExitOk;
 }
 

@@ -82,10 +82,12 @@ constexpr CommandHelp kCommands[] = {
     {"check", "-c FILE", "validate a configuration",
      "Loads FILE (and the files of its sandboxes_dir) as run would and prints "
      "\"FILE: ok (N sandboxes, N policies, N rules)\", or every error as "
-     "FILE:LINE:COL: key.path: message on standard error. It reads no secret, opens no CA "
-     "and binds nothing.",
+     "FILE:LINE:COL: key.path: message on standard error. It reads the OSV advisories its "
+     "policies list (then one line per such policy: how many, and their fingerprint), and no "
+     "secret; it opens no CA and binds nothing.",
      kCheckFlags, "sluice check -c /etc/sluice/sluice.yaml",
-     "0 the file is valid; 2 bad arguments or any config error."},
+     "0 the file is valid; 2 bad arguments, any config error, or advisories that cannot be "
+     "read."},
     {"explain",
      "-c FILE --sandbox NAME --url URL [--method M] [--sni NAME] [--ip ADDR]... "
      "[--resolve]",

@@ -25,6 +25,8 @@
 #include "proxy/cli/flags.h"
 #include "proxy/config/config_files.h"
 #include "proxy/dns/resolver.h"
+#include "proxy/runtime/package_advisories.h"
+#include "proxy/runtime/package_judgement.h"
 
 namespace sluice::cli {
 
@@ -142,7 +144,53 @@ Decision explainResolving(Query& q, const policy::DnsSettings& settings) {
   return explain(q);
 }
 
-void writeResult(std::string& out, const Query& q, const Decision& d) {
+// The package firewall after the rule allowed the request (docs/packages.md#the-decision), as
+// the gateway judges it: the advisories are read as `run` reads them. nullopt: no registry rule.
+Result<std::optional<proxy::PackageJudgement>, std::string> explainPackage(
+    const Query& q, const policy::Config& config, Decision& d) {
+  if (!d.forwards() || d.rule == nullptr || !d.rule->registry) {
+    return std::optional<proxy::PackageJudgement>();
+  }
+  auto advisories = proxy::PolicyAdvisories::load(config);
+  if (!advisories) {
+    return Err{advisories.error()};
+  }
+  proxy::PackageJudgement judged;
+  proxy::judgePackageRequest(*q.sandbox->policy, *d.rule,
+                             advisories.value()->find(*q.sandbox->policy), q.method, q.target,
+                             judged);
+  if (judged.reason != Reason::None) {
+    if (q.sandbox->mode == policy::SandboxMode::Report) {
+      if (d.verdict == policy::Verdict::Allow) {
+        d.verdict = policy::Verdict::Report;
+        d.reason = judged.reason;
+      }
+    } else {
+      d.verdict = policy::Verdict::Deny;
+      d.reason = judged.reason;
+    }
+  }
+  return std::optional<proxy::PackageJudgement>(std::move(judged));
+}
+
+void writePackage(JsonWriter& json, const std::optional<proxy::PackageJudgement>& judged) {
+  if (!judged || judged->package.kind == policy::PackageRequestKind::None) {
+    json.fieldNull("package");
+    return;
+  }
+  const policy::PackageRequest& package = judged->package;
+  json.key("package").beginObject();
+  json.field("ecosystem", policy::toString(package.ecosystem));
+  json.field("kind", policy::toString(package.kind));
+  json.fieldOrNull("name", package.name);
+  json.fieldOrNull("version", package.version);
+  json.fieldOrNull("advisory", judged->advisory);
+  json.fieldOrNull("why", judged->detail);
+  json.endObject();
+}
+
+void writeResult(std::string& out, const Query& q, const Decision& d,
+                 const std::optional<proxy::PackageJudgement>& judged) {
   JsonWriter json(out);
   json.beginObject();
   json.field("decision", policy::toString(d.verdict));
@@ -192,6 +240,7 @@ void writeResult(std::string& out, const Query& q, const Decision& d) {
     json.endObject();
   }
   json.endArray();
+  writePackage(json, judged);
   json.endObject();
   out += '\n';
 }
@@ -266,8 +315,13 @@ int explainCommand(std::span<const std::string_view> args, Streams streams) {
   }
 
   Decision d = resolve ? explainResolving(q, config.value()->dns) : explain(q);
+  auto judged = explainPackage(q, *config.value(), d);
+  if (!judged) {
+    std::fprintf(streams.err, "sluice explain: %s\n", judged.error().c_str());
+    return kExitUsage;
+  }
   std::string out;
-  writeResult(out, q, d);
+  writeResult(out, q, d, judged.value());
   std::fputs(out.c_str(), streams.out);
   return d.forwards() ? kExitOk : kExitFailure;
 }

@@ -158,6 +158,16 @@ Result<std::shared_ptr<const Generation>, std::string> buildGeneration(
     generation->upstream_trust_id = generation->number;
   }
 
+  auto advisories = PolicyAdvisories::load(c);
+  if (!advisories) {
+    return Err{advisories.error()};
+  }
+  generation->advisories = std::move(advisories).value();
+  if (notices != nullptr) {
+    notices->insert(notices->end(), generation->advisories->summary().begin(),
+                    generation->advisories->summary().end());
+  }
+
   for (const policy::Sandbox& sandbox : c.sandboxes) {
     const SandboxView* before = findIn(previous, sandbox.name);
     auto runtime = runtimeFor(sandbox, before, notices);
@@ -172,9 +182,9 @@ Result<std::shared_ptr<const Generation>, std::string> buildGeneration(
     if (std::find(sinks.begin(), sinks.end(), sink.value()) == sinks.end()) {
       sinks.push_back(sink.value());
     }
-    generation->sandboxes.push_back(SandboxView{&sandbox, std::move(runtime).value(),
-                                                sink.value().get(), rateFor(sandbox, before),
-                                                dnsRateFor(sandbox, before)});
+    generation->sandboxes.push_back(SandboxView{
+        &sandbox, std::move(runtime).value(), sink.value().get(), rateFor(sandbox, before),
+        dnsRateFor(sandbox, before), generation->advisories->find(*sandbox.policy)});
   }
   for (std::size_t i = 0; i < generation->sandboxes.size(); ++i) {
     generation->by_name.emplace(generation->sandboxes[i].sandbox->name, i);

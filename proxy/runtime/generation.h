@@ -35,6 +35,7 @@
 #include "proxy/limits/request_rate.h"
 #include "proxy/runtime/file_identity.h"
 #include "proxy/runtime/origin_protocols.h"
+#include "proxy/runtime/package_advisories.h"
 #include "proxy/runtime/secret_values.h"
 
 namespace sluice::proxy {
@@ -82,6 +83,9 @@ struct SandboxView {
   std::shared_ptr<limits::RequestRate> rate;
   // The same for the queries to the sandbox's resolver (dns_queries_per_second).
   std::shared_ptr<limits::RequestRate> dns_rate;
+  // The advisories its policy lists (docs/packages.md#advisories), or null: owned by
+  // Generation::advisories.
+  const packages::AdvisoryIndex* advisories = nullptr;
 };
 
 struct Generation {
@@ -95,6 +99,7 @@ struct Generation {
   std::vector<std::optional<FileIdentity>> upstream_trust_files;
   std::vector<SandboxView> sandboxes;
   std::vector<std::shared_ptr<audit::AuditSink>> audit_sinks;  // each path once
+  std::shared_ptr<const PolicyAdvisories> advisories;
   // Sandbox name -> index in `sandboxes`: every accepted connection, and every query to a
   // sandbox's resolver, finds its sandbox by name, and a host may serve hundreds of them.
   std::unordered_map<std::string_view, std::size_t> by_name;

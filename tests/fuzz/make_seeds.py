@@ -484,6 +484,102 @@ def http2_origin_frames():
         write("fuzz_http2_origin_frames", n, bytes.fromhex(wire))
 
 
+# --- fuzz_gzip_inflate: a format byte (bits 0-1: identity, gzip, deflate, raw deflate; bits
+# 2-5: level), max_output / 64, two bytes seeding the cuts, then the body ---
+def gzip_inflate():
+    import gzip
+    import zlib
+    doc = b'{"name":"left-pad","versions":{"1.0.0":{},"1.1.0":{}},"time":{"1.0.0":"2016-03-23"}}'
+
+    def raw(data):
+        c = zlib.compressobj(6, zlib.DEFLATED, -15)
+        return c.compress(data) + c.flush()
+
+    seeds = {
+        "gzip": b"\x05\x10\x12\x34" + gzip.compress(doc, mtime=0),
+        "gzip_two_members": b"\x01\x10\x00\x07" + gzip.compress(doc, mtime=0)
+                            + gzip.compress(b"[]", mtime=0),
+        "gzip_named": b"\x01\x10\x99\x01" + bytes.fromhex("1f8b08080000000000ff") + b"doc.json\0"
+                      + raw(doc) + struct.pack("<II", zlib.crc32(doc), len(doc)),
+        "gzip_bomb": b"\x01\x02\x00\x01" + gzip.compress(bytes(100000), mtime=0),
+        "zlib": b"\x0a\x10\x00\x03" + zlib.compress(doc),
+        "raw_deflate_as_deflate": b"\x02\x10\x50\x50" + raw(doc),
+        "zip_member": b"\x03\x10\x00\x11" + raw(doc),
+        "identity": b"\x00\x02\x00\x02" + doc,
+    }
+    for n, body in seeds.items():
+        write("fuzz_gzip_inflate", n, body)
+
+
+# --- fuzz_zip_reader: max_entries, max_member_size / 256, then the archive ---
+def zip_reader():
+    import io
+    import zipfile
+    when = (2025, 1, 1, 0, 0, 0)
+
+    def info(name, method):
+        zi = zipfile.ZipInfo(name, date_time=when)
+        zi.compress_type = method
+        return zi
+
+    def osv(i):
+        return b'{"id":"MAL-2025-%d","affected":[{"package":{"ecosystem":"npm","name":"p%d"}}]}' % (i, i)
+
+    class Unseekable(io.RawIOBase):  # zipfile then writes data descriptors, as Go's writer does
+        def __init__(self):
+            self.buf = bytearray()
+
+        def writable(self):
+            return True
+
+        def write(self, b):
+            self.buf += b
+            return len(b)
+
+    def archive(members, streamed=False, comment=b""):
+        out = Unseekable() if streamed else io.BytesIO()
+        with zipfile.ZipFile(out, "w") as z:
+            for name, method, data, zip64 in members:
+                if zip64:
+                    with z.open(info(name, method), "w", force_zip64=True) as f:
+                        f.write(data)
+                else:
+                    z.writestr(info(name, method), data)
+            z.comment = comment
+        return bytes(out.buf) if streamed else out.getvalue()
+
+    deflated, stored = zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED
+    seeds = {
+        "osv_like": archive([("npm/", stored, b"", False)] + [
+            ("npm/MAL-2025-%d.json" % i, deflated, osv(i), False) for i in range(4)]),
+        "stored_and_comment": archive([("GHSA-1.json", stored, osv(1), False)], comment=b"osv"),
+        "zip64_member": archive([("PYSEC-1.json", deflated, osv(2), True)]),
+        "data_descriptors": archive([("a.json", deflated, osv(3), False),
+                                     ("b.json", deflated, b"", False)], streamed=True),
+        "empty": archive([]),
+    }
+    for n, zipped in seeds.items():
+        write("fuzz_zip_reader", n, b"\x10\x04" + zipped)
+    # The ZIP64 end records (Python writes them only past 65,535 entries): one stored member,
+    # then the ZIP64 end record and its locator, then an end record with saturated fields.
+    data = b"{}"
+    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, zlib_crc(data), 2, 2, 6, 0)
+    member = local + b"x.json" + data
+    central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, zlib_crc(data),
+                          2, 2, 6, 0, 0, 0, 0, 0, 0) + b"x.json"
+    record = struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, 1, 1, len(central),
+                         len(member))
+    locator = struct.pack("<IIQI", 0x07064B50, 0, len(member) + len(central), 1)
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    write("fuzz_zip_reader", "zip64_end_records", b"\x10\x04" + member + central + record
+          + locator + end)
+
+
+def zlib_crc(data):
+    import zlib
+    return zlib.crc32(data)
+
+
 if __name__ == "__main__":
     responses()
     chunked()
@@ -492,4 +588,6 @@ if __name__ == "__main__":
     http2_frames()
     http2_session()
     http2_origin_frames()
+    gzip_inflate()
+    zip_reader()
     sys.exit(0)

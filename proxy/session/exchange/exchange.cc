@@ -195,6 +195,9 @@ void Exchange::decide() {
            record_.origin_target);
     return;
   }
+  if (d.rule != nullptr && d.rule->registry && refusePackage(d)) {
+    return;
+  }
   if (head_->websocket_upgrade) {
     if (framing_ != http::BodyFraming::None) {
       // RFC 6455 section 4.1: the opening handshake is a GET without a body; a body here would
@@ -223,6 +226,26 @@ void Exchange::decide() {
     return;  // the codec reads the body on, then finishHolding()
   }
   acquireUpstream(d);
+}
+
+// A request of a registry rule: the package it names is judged (docs/packages.md). A
+// report-mode sandbox records the refusal and forwards, as for its rules.
+bool Exchange::refusePackage(policy::Decision& d) {
+  PackageJudgement& judged = record_.package;
+  judgePackageRequest(*sandbox().policy, *d.rule, host_.sandboxView().advisories, record_.method,
+                      record_.origin_target, judged);
+  if (judged.reason == policy::Reason::None) {
+    return false;
+  }
+  if (sandbox().mode == policy::SandboxMode::Report) {
+    if (d.verdict == policy::Verdict::Allow) {
+      d.verdict = policy::Verdict::Report;
+      d.reason = judged.reason;
+    }
+    return false;
+  }
+  deny(judged.reason, judged.detail);
+  return true;
 }
 
 bool Exchange::holdingDone() const {

@@ -162,6 +162,8 @@ class Exchange final : private ConnectorClient, private UpstreamEvents, private 
   // Takes this request's token of the sandbox's rate, once per request; false: there was none.
   bool chargeRequest();
   const policy::Sandbox& sandbox() const;
+  // The package firewall on a request of a registry rule; true when it refused the request.
+  bool refusePackage(policy::Decision& d);
   const policy::Config& config() const;
   // decide() on the request's facts; `addresses` once H is resolved.
   policy::Decision decideRequest(std::span<const policy::IpAddress> addresses, bool resolved);

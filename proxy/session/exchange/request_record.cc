@@ -30,6 +30,7 @@ void RequestRecord::reset(std::uint64_t now_ms, std::uint64_t now_ns, bool hash)
   websocket = false;
   error = audit::Error::None;
   denied_addrs.clear();
+  package.clear();
   status = 0;
   req_body_read = false;
   resp_body_read = false;
@@ -117,6 +118,11 @@ void writeAuditRecord(RequestRecord& record, const ConnectionFacts& connection,
     r.resp_bytes = record.resp_bytes;
   }
   r.denied_addrs = record.denied_addrs;
+  if (const policy::PackageRequest& package = record.package.package;
+      package.kind != policy::PackageRequestKind::None) {
+    r.package = audit::PackageFacts{package.ecosystem, package.kind, package.name,
+                                    package.version, record.package.advisory};
+  }
   r.proto = record.proto;
   // Only what reached an upstream says how it was spoken to.
   r.upstream_proto = record.upstream ? record.upstream_proto : audit::Proto::None;

@@ -19,6 +19,7 @@
 #include "policy/decision.h"
 #include "proxy/audit/audit_record.h"
 #include "proxy/dns/answer.h"
+#include "proxy/runtime/package_judgement.h"
 #include "proxy/session/context/client_side.h"
 
 namespace sluice::proxy::session {
@@ -64,6 +65,10 @@ struct RequestRecord {
 
   // ip_denied: each address of H refused, and why (docs/audit.md#the-fields).
   std::vector<audit::DeniedAddress> denied_addrs;
+
+  // The package a request of a registry rule names (kind None: none, or no registry rule),
+  // and the verdict on it (docs/packages.md#on-record).
+  PackageJudgement package;
 
   // What came back. A body is read once the request goes upstream (its body is relayed as it
   // comes, if it has one) or a part of it is held, and the response's once its head came: before

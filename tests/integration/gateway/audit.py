@@ -9,7 +9,7 @@ from oracles import get, marker
 FIELDS = ("ts", "sandbox", "kind", "conn", "client", "mode", "sni", "host", "method", "url",
           "orig_dst", "addrs", "upstream", "decision", "rule", "reason", "status",
           "req_bytes", "resp_bytes", "req_sha256", "resp_sha256", "proto", "upstream_proto",
-          "upgrade", "error", "denied_addrs", "duration_ms", "chain")
+          "upgrade", "error", "denied_addrs", "package", "duration_ms", "chain")
 # The `error` tokens of docs/audit.md#errors.
 ERRORS = {"h2_rapid_reset", "h2_empty_data_flood", "h2_control_frame_flood", "h2_settings_flood",
           "h2_continuation_flood", "h2_compression_error", "h2_protocol_error", "client_reset",

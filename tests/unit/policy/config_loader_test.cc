@@ -337,9 +337,9 @@ secrets:
         "admin, limits, sandboxes_dir, sandboxes, policies, secrets)",
         "test.yaml:17:5: sandboxes[0]: unknown key 'port' (expected one of: name, listen, "
         "transparent, dns_listen, ca, policy, mode, original_dst, refusal, audit, limits)",
-        "test.yaml:20:5: policies.p: unknown key 'rule' (expected one of: rules)",
+        "test.yaml:20:5: policies.p: unknown key 'rule' (expected one of: rules, packages)",
         "test.yaml:23:9: policies.p.rules[0]: unknown key 'host' (expected one of: name, hosts, "
-        "schemes, ports, methods, paths, ips, inject, websocket)",
+        "schemes, ports, methods, paths, ips, inject, websocket, registry)",
         "test.yaml:27:13: policies.p.rules[0].inject[0]: unknown key 'value' (expected one of: "
         "header, secret)",
         "test.yaml:32:5: secrets.s: unknown key 'value' (expected one of: env, file, "
@@ -359,7 +359,7 @@ policies:
        {"test.yaml:2:1: unknown key 'base' (expected one of: version, dns, upstream, audit, "
         "admin, limits, sandboxes_dir, sandboxes, policies, secrets)",
         "test.yaml:10:9: policies.p.rules[0]: unknown key '<<' (expected one of: name, hosts, "
-        "schemes, ports, methods, paths, ips, inject, websocket)",
+        "schemes, ports, methods, paths, ips, inject, websocket, registry)",
         "test.yaml:10:9: policies.p.rules[0]: missing required key 'hosts'"}},
       {"keys that are not strings",
        kMinimal + "? [a, b]\n: 1\n~: 2\n",

@@ -119,6 +119,13 @@ TEST(DocsConfiguration, EveryKeyTheLoaderAcceptsHasItsRowInItsSection) {
                 "            " +
                 key + ": 1\n"),
        "### inject"},
+      {"policies.p.packages",
+       std::string(kSandbox) + "policies:\n  p:\n    packages:\n      " + key +
+           ": 1\n    rules:\n      - hosts: [registry.npmjs.org]\n        registry: npm\n",
+       "### packages"},
+      {"policies.p.rules[0].registry",
+       ruleWith("        registry:\n          ecosystem: npm\n          " + key + ": 1\n"),
+       "### registry"},
       {"secrets.s",
        topLevel("secrets:\n  s:\n    env: SLUICE_DOCS_TEST\n"
                 "    placeholder: sk-sluice-docs-test\n    " +

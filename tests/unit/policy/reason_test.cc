@@ -51,6 +51,11 @@ const std::vector<Row> kRows = {
     {Reason::UpgradeNotAllowed, "upgrade_not_allowed", 403, "http_request_denied", true},
     // A record that cannot be written stops the sandbox in every mode.
     {Reason::AuditUnavailable, "audit_unavailable", 503, "proxy_internal_error", false},
+    // The package firewall: what a policy's `packages` refuses is a policy reason (report mode
+    // records and forwards it).
+    {Reason::PackageDenied, "package_denied", 403, "http_request_denied", true},
+    {Reason::PackageMalicious, "package_malicious", 403, "http_request_denied", true},
+    {Reason::PackageUnrecognized, "package_unrecognized", 403, "http_request_denied", true},
 };
 
 TEST(Reason, Table) {

@@ -149,6 +149,17 @@ std::string referenceBody(const AuditRecord& r) {
     json.endObject();
   }
   json.endArray();
+  if (r.package) {
+    json.key(field::kPackage).beginObject();
+    json.field("ecosystem", policy::toString(r.package->ecosystem));
+    json.field("kind", policy::toString(r.package->kind));
+    json.fieldOrNull("name", r.package->name);
+    json.fieldOrNull("version", r.package->version);
+    json.fieldOrNull("advisory", r.package->advisory);
+    json.endObject();
+  } else {
+    json.fieldNull(field::kPackage);
+  }
   json.field(field::kDurationMs, static_cast<std::int64_t>(r.duration_ms));
   if (truncation.count != 0) {
     json.key(field::kTruncated).beginObject();
@@ -309,6 +320,14 @@ AuditRecord record(std::size_t i, const std::string& s, Storage& storage) {
   r.upstream_proto = static_cast<Proto>((i / 3) % 3);
   r.websocket = i % 8 == 5;
   r.error = static_cast<Error>(i % kErrorCount);
+  if (i % 4 != 3) {
+    // (Names and versions are checked before they are recorded; the writer escapes anyway.)
+    r.package = PackageFacts{static_cast<policy::Ecosystem>(i % 2),
+                             static_cast<policy::PackageRequestKind>(i % 5),
+                             i % 6 == 0 ? std::string_view(s) : std::string_view("@myorg/util"),
+                             i % 3 == 0 ? std::string_view() : std::string_view(s),
+                             i % 4 == 1 ? std::string_view("MAL-2025-1") : std::string_view()};
+  }
   r.duration_ms = counts[(i + 3) % 5];
   return r;
 }

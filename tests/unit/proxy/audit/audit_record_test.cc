@@ -23,7 +23,8 @@ constexpr std::size_t kMethodCap = 32;
 constexpr std::size_t kSniCap = 512;
 constexpr std::size_t kHostCap = 512;
 constexpr std::size_t kUrlCap = 4096;
-constexpr std::size_t kFixedMax = 1000;     // everything sluice writes itself, addrs empty
+// Everything sluice writes itself, addrs empty; a package at its longest included.
+constexpr std::size_t kFixedMax = 1600;
 constexpr std::size_t kPerAddressMax = 48;  // 45 characters of IPv6 text, quotes, a comma
 constexpr std::size_t kPerDeniedAddressMax = 128;  // {"ip","class","refused"}, a comma
 constexpr std::size_t kTruncatedMax = 120;  // ,"truncated":{4 fields with 20-digit lengths}
@@ -324,7 +325,8 @@ TEST(AuditRecordFields, ABodyNeverReadIsNullAndHasNoDigest) {
 TEST(AuditRecordFields, DeniedAddressesCarryTheirClassAndWhy) {
   AuditRecord r = ordinary();
   r.reason = policy::Reason::IpDenied;
-  EXPECT_NE(line(r).find(",\"denied_addrs\":[],\"duration_ms\":"), std::string::npos);
+  EXPECT_NE(line(r).find(",\"denied_addrs\":[],\"package\":null,\"duration_ms\":"),
+            std::string::npos);
   DeniedAddress denied[] = {
       {*policy::IpAddress::parse("192.0.2.7"), policy::AddressRefusal::NotGlobal},
       {*policy::IpAddress::parse("::ffff:10.1.2.3"), policy::AddressRefusal::OutsideRuleIps},
@@ -336,7 +338,7 @@ TEST(AuditRecordFields, DeniedAddressesCarryTheirClassAndWhy) {
                          "{\"ip\":\"::ffff:10.1.2.3\",\"class\":\"mapped:private\","
                          "\"refused\":\"outside_rule_ips\"},"
                          "{\"ip\":\"127.0.0.1\",\"class\":\"loopback\",\"refused\":"
-                         "\"sluice_listener\"}],\"duration_ms\":"),
+                         "\"sluice_listener\"}],\"package\":null,\"duration_ms\":"),
             std::string::npos)
       << line(r);
 }
@@ -384,6 +386,12 @@ AuditRecord longestFixedPart(std::vector<policy::IpAddress>& addrs, std::size_t 
   r.upstream_proto = Proto::Http1;
   r.websocket = true;
   r.error = Error::H2ControlFlood;  // the longest token
+  // The longest package a record can name: each part at the longest it is checked to have.
+  static const std::string name(214, 'n');
+  static const std::string version(128, 'v');
+  static const std::string advisory(128, 'A');
+  r.package = PackageFacts{policy::Ecosystem::Pypi, policy::PackageRequestKind::VersionMetadata,
+                           name, version, advisory};
   r.duration_ms = std::uint64_t{1} << 63;
   return r;
 }

@@ -1,0 +1,35 @@
+#pragma once
+// A policy's `packages` map (docs/packages.md#settings): which package versions the registries
+// its rules name (a rule's `registry`) may serve. Part of the immutable Config.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "policy/package_name.h"
+
+namespace sluice::policy {
+
+// Which advisories refuse a version (docs/packages.md#advisories): only those that call it
+// malicious (OSV ids "MAL-..."), or every advisory that names it.
+enum class AdvisoryBlock : std::uint8_t { Malicious, All };
+std::string_view toString(AdvisoryBlock b);
+
+struct PackageSettings {
+  std::vector<PackagePattern> deny;   // never served, whatever the version
+  std::vector<PackagePattern> allow;  // when non-empty: only these names are served
+  // OSV files: directories of JSON documents, or the zips OSV publishes; absolute (resolved
+  // against the config file's directory by the loader). Read by proxy/runtime at each load.
+  std::vector<std::string> advisories;
+  AdvisoryBlock block = AdvisoryBlock::Malicious;
+};
+
+// A rule that allows a registry (its `registry`): whose URL shapes its requests follow, and
+// the path under which the registry's metadata lives ("/" for registry.npmjs.org and pypi.org,
+// "/api/npm/remote/" for a mirror under a prefix). Always ends with '/'.
+struct RegistrySettings {
+  Ecosystem ecosystem = Ecosystem::Npm;
+  std::string path = "/";
+};
+
+}  // namespace sluice::policy

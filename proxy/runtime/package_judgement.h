@@ -1,0 +1,31 @@
+#pragma once
+// The package firewall on one request (docs/packages.md#the-decision): the package a request
+// of a registry rule names, and the policy's verdict on it with the words of its refusal. What
+// the gateway acts on for each request and `sluice explain` shows, from one function.
+
+#include <string>
+#include <string_view>
+
+#include "policy/config.h"
+#include "policy/package_request.h"
+#include "policy/reason.h"
+#include "proxy/packages/advisory.h"
+
+namespace sluice::proxy {
+
+struct PackageJudgement {
+  policy::PackageRequest package;                // kind None: names no package
+  policy::Reason reason = policy::Reason::None;  // None: served
+  std::string advisory;                          // package_malicious: the advisory's id
+  std::string detail;  // a refusal's why, for its body and log line ("npm package 'x' ...")
+
+  void clear();
+};
+
+// `rule` has a registry; `advisories` is the policy's, or null. Fills `out` (cleared first;
+// its strings keep their capacity, so a connection's requests reuse them).
+void judgePackageRequest(const policy::Policy& policy, const policy::Rule& rule,
+                         const packages::AdvisoryIndex* advisories, std::string_view method,
+                         std::string_view target, PackageJudgement& out);
+
+}  // namespace sluice::proxy

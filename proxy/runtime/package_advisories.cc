@@ -51,6 +51,12 @@ Result<Ok, std::string> readDirectory(const fs::path& root,
                  std::to_string(kMaxAdvisoryDepth) + " below it"};
     }
     const fs::directory_entry& entry = *it;
+    if (entry.is_directory(ec) && entry.path().filename().string().starts_with('.')) {
+      // A checkout's .git (the malicious-packages repository cloned as it is) holds no
+      // advisory, and many files.
+      it.disable_recursion_pending();
+      continue;
+    }
     if (!entry.is_regular_file(ec) || entry.path().extension() != ".json") {
       continue;
     }

@@ -22,8 +22,9 @@ struct PackageJudgement {
   void clear();
 };
 
-// `rule` has a registry; `advisories` is the policy's, or null. Fills `out` (cleared first;
-// its strings keep their capacity, so a connection's requests reuse them).
+// `rule` has a registry; `advisories` is the policy's, or null. Fills `out` (cleared first).
+// A name or version longer than the small-string buffer costs one allocation per package
+// request; a refusal's words are built only for a refusal.
 void judgePackageRequest(const policy::Policy& policy, const policy::Rule& rule,
                          const packages::AdvisoryIndex* advisories, std::string_view method,
                          std::string_view target, PackageJudgement& out);

@@ -3,6 +3,7 @@
 #include <array>
 #include <optional>
 
+#include "base/ascii.h"
 #include "policy/request_path.h"
 
 namespace sluice::policy {
@@ -40,19 +41,6 @@ struct Segments {
   bool too_many = false;
 };
 
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
 // The path's segments, each decoded once. The target was examined: every '%' has two hex
 // digits after it, and decoding once is all a registry does.
 Segments splitPath(std::string_view path) {
@@ -72,8 +60,8 @@ Segments splitPath(std::string_view path) {
     segment.text.reserve(raw.size());
     for (std::size_t i = 0; i < raw.size(); ++i) {
       if (raw[i] == '%' && i + 2 < raw.size()) {
-        const int hi = hexValue(raw[i + 1]);
-        const int lo = hexValue(raw[i + 2]);
+        const int hi = ascii::hexValue(raw[i + 1]);
+        const int lo = ascii::hexValue(raw[i + 2]);
         if (hi >= 0 && lo >= 0) {
           const char c = static_cast<char>(hi * 16 + lo);
           segment.encoded_slash = segment.encoded_slash || c == '/';

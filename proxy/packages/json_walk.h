@@ -139,4 +139,26 @@ inline bool onlySpaceAfter(const char* close, const PaddedDocument& doc) {
   return skipJsonSpace(close) == doc.end();
 }
 
+// The whole document as one object: each of its members (at most `max_members`) to
+// `on_member` as walkObject hands them, then nothing but whitespace after its '}'. `document`
+// holds simdjson's state and must outlive what the members' views point into.
+template <class OnMember>
+Result<Ok, MetadataError> walkDocument(ondemand::parser& parser, ondemand::document& document,
+                                       const PaddedDocument& doc, std::size_t max_members,
+                                       OnMember&& on_member) {
+  const char* open = nullptr;
+  auto top = startObject(parser, document, doc, &open);
+  if (!top.ok()) {
+    return Err{top.error()};
+  }
+  const WalkEnd close = walkObject(*top, open, doc, max_members, on_member);
+  if (!close.ok()) {
+    return Err{close.error()};
+  }
+  if (!onlySpaceAfter(*close, doc)) {
+    return Err{MetadataError{"bytes after the document", doc.offsetOf(*close)}};
+  }
+  return Ok{};
+}
+
 }  // namespace sluice::proxy::packages

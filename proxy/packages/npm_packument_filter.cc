@@ -59,18 +59,10 @@ class PackumentFilter {
 
   Result<Ok, MetadataError> read(ondemand::parser& parser) {
     ondemand::document document;
-    const char* open = nullptr;
-    auto top = startObject(parser, document, doc_, &open);
-    if (!top.ok()) {
-      return Err{top.error()};
-    }
-    const WalkEnd close = walkObject(*top, open, doc_, kMaxPackumentEntries,
-                                     [&](WalkedMember& m) { return readTopMember(m); });
-    if (!close.ok()) {
-      return Err{close.error()};
-    }
-    if (!onlySpaceAfter(*close, doc_)) {
-      return Err{MetadataError{"bytes after the document", doc_.offsetOf(*close)}};
+    auto walked = walkDocument(parser, document, doc_, kMaxPackumentEntries,
+                               [&](WalkedMember& m) { return readTopMember(m); });
+    if (!walked.ok()) {
+      return walked;
     }
     by_version_key_ = sortedByKey(versions_);
     by_time_key_ = sortedByKey(times_);
@@ -447,15 +439,10 @@ Result<NpmVersionDocument, MetadataError> judgeNpmVersionDocument(
   }
   ondemand::parser parser;
   ondemand::document parsed;
-  const char* open = nullptr;
-  auto top = startObject(parser, parsed, doc, &open);
-  if (!top.ok()) {
-    return Err{top.error()};
-  }
   std::vector<std::string_view> keys;
   std::optional<std::string_view> version;
-  const WalkEnd close =
-      walkObject(*top, open, doc, kMaxPackumentEntries, [&](WalkedMember& m) -> WalkEnd {
+  auto walked =
+      walkDocument(parser, parsed, doc, kMaxPackumentEntries, [&](WalkedMember& m) -> WalkEnd {
         keys.push_back(m.key);
         if (m.key != "version") {
           return validatedValue(m.value_begin, doc);
@@ -468,11 +455,8 @@ Result<NpmVersionDocument, MetadataError> judgeNpmVersionDocument(
         const char* end = endOfJsonString(m.value_begin);
         return end == nullptr ? walkError("not JSON", doc, m.value_begin) : WalkEnd(end);
       });
-  if (!close.ok()) {
-    return Err{close.error()};
-  }
-  if (!onlySpaceAfter(*close, doc)) {
-    return Err{MetadataError{"bytes after the document", doc.offsetOf(*close)}};
+  if (!walked.ok()) {
+    return Err{walked.error()};
   }
   std::sort(keys.begin(), keys.end());
   if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) {

@@ -44,18 +44,10 @@ class SimpleJsonFilter {
 
   Result<Ok, MetadataError> read(ondemand::parser& parser) {
     ondemand::document document;
-    const char* open = nullptr;
-    auto top = startObject(parser, document, doc_, &open);
-    if (!top.ok()) {
-      return Err{top.error()};
-    }
-    const WalkEnd close = walkObject(*top, open, doc_, kMaxSimpleFiles,
-                                     [&](WalkedMember& m) { return readTopMember(m); });
-    if (!close.ok()) {
-      return Err{close.error()};
-    }
-    if (!onlySpaceAfter(*close, doc_)) {
-      return Err{MetadataError{"bytes after the document", doc_.offsetOf(*close)}};
+    auto walked = walkDocument(parser, document, doc_, kMaxSimpleFiles,
+                               [&](WalkedMember& m) { return readTopMember(m); });
+    if (!walked.ok()) {
+      return walked;
     }
     std::vector<std::string_view> keys;
     for (const TopMember& m : top_) {

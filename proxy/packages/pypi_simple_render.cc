@@ -80,14 +80,10 @@ class HtmlRenderer {
       return Err{MetadataError{"not a JSON object", 0}};
     }
     ondemand::document document;
-    auto top = startObject(parser, document, doc_, &open);
-    if (!top.ok()) {
-      return Err{top.error()};
-    }
-    const WalkEnd close = walkObject(*top, open, doc_, kMaxSimpleFiles,
-                                     [&](WalkedMember& m) { return readTopMember(m); });
-    if (!close.ok()) {
-      return Err{close.error()};
+    auto walked = walkDocument(parser, document, doc_, kMaxSimpleFiles,
+                               [&](WalkedMember& m) { return readTopMember(m); });
+    if (!walked.ok()) {
+      return Err{walked.error()};
     }
     if (!name_) {
       return Err{MetadataError{"no name", 0}};

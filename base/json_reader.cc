@@ -209,11 +209,17 @@ class Reader {
       case 'n':
         return literal("null");
       case '[':
-      case '{':
-        if (out != nullptr) {
-          out->kind = JsonScalar::Kind::Nested;
+      case '{': {
+        const std::size_t start = at_;
+        if (!nested(depth + 1)) {
+          return false;
         }
-        return nested(depth + 1);
+        if (out != nullptr) {  // a top-level member's: its text, for a reader of its own
+          out->kind = JsonScalar::Kind::Nested;
+          out->text.assign(text_.substr(start, at_ - start));
+        }
+        return true;
+      }
       default:
         return number(out);
     }

@@ -1,10 +1,11 @@
 #pragma once
 // Reading one JSON object of one line, as audit logs hold them (docs/audit.md): its top-level
 // members with scalar values (string, number, true/false, null); a member whose value is an
-// array or an object is checked and skipped. Strict RFC 8259 otherwise: anything else, or
-// nesting deeper than kMaxDepth, is not an object. The input may be anything (an edited log, a
-// file that is no log at all): no input makes it read past the end, recurse without bound or
-// allocate more than the line's size.
+// array or an object is checked and kept as its text (Nested), which JsonObjectLine::parse can
+// read again when it is an object of scalars (an audit record's `package`). Strict RFC 8259
+// otherwise: anything else, or nesting deeper than kMaxDepth, is not an object. The input may
+// be anything (an edited log, a file that is no log at all): no input makes it read past the
+// end, recurse deeper than kMaxDepth or allocate more than twice the line's size.
 
 #include <cstddef>
 #include <cstdint>
@@ -20,7 +21,9 @@ struct JsonScalar {
   Kind kind = Kind::Null;
   bool boolean = false;
   double number = 0;
-  std::string text;  // String: the value unescaped (UTF-8); Number: as written
+  // String: the value unescaped (UTF-8); Number: as written; Nested: the array or object as
+  // written (checked, so valid JSON)
+  std::string text;
 };
 
 class JsonObjectLine {

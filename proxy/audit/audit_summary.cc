@@ -5,6 +5,7 @@
 
 #include "base/json_reader.h"
 #include "base/json_writer.h"
+#include "proxy/audit/audit_sbom.h"
 
 namespace sluice::proxy::audit {
 
@@ -256,6 +257,15 @@ void Summary::add(std::string_view line) {
   host.req_bytes += record->count("req_bytes").value_or(0);
   host.resp_bytes += record->count("resp_bytes").value_or(0);
   seen(host.first_seen, host.last_seen, ts);
+  bool malformed = false;  // a `package` unread: the record still counts, as a request
+  if (auto fetched = fetchedPackage(*record, &malformed)) {
+    PackageSummary& package = s.packages[fetched->purl];
+    if (package.fetches++ == 0) {
+      package.ecosystem.assign(policy::toString(fetched->ecosystem));
+      package.name = std::move(fetched->name);
+      package.version = std::move(fetched->version);
+    }
+  }
 }
 
 std::string summaryTable(const Summary& summary) {
@@ -309,6 +319,17 @@ std::string summaryTable(const Summary& summary) {
       out += buf;
       out += cell(counts(h.reasons), 200);
       out += '\n';
+    }
+    if (!s.packages.empty()) {
+      std::snprintf(buf, sizeof(buf), "  %-40s %-24s %8s  %s\n", "package", "version", "fetches",
+                    "registry");
+      out += buf;
+      for (const auto& [purl, p] : s.packages) {
+        std::snprintf(buf, sizeof(buf), "  %-40s %-24s %8llu  %s\n", cell(p.name, 40).c_str(),
+                      cell(p.version, 24).c_str(), static_cast<unsigned long long>(p.fetches),
+                      p.ecosystem.c_str());
+        out += buf;
+      }
     }
     if (!s.names.empty()) {
       std::snprintf(buf, sizeof(buf), "  %-40s %8s  %-24s  %s\n", "DNS name", "queries",
@@ -383,6 +404,17 @@ std::string summaryJson(const Summary& summary) {
       countsObject(json, "answers", n.answers);
       json.field("first_seen", n.first_seen);
       json.field("last_seen", n.last_seen);
+      json.endObject();
+    }
+    json.endArray();
+    json.key("packages").beginArray();
+    for (const auto& [purl, p] : s.packages) {
+      json.beginObject();
+      json.field("ecosystem", p.ecosystem);
+      json.field("name", p.name);
+      json.field("version", p.version);
+      json.field("purl", purl);
+      json.field("fetches", static_cast<std::int64_t>(p.fetches));
       json.endObject();
     }
     json.endArray();

@@ -35,9 +35,19 @@ struct NameSummary {
   std::string last_seen;
 };
 
+// One package file the sandbox was served (docs/packages.md#sbom: kind file, allowed or
+// reported, status 200).
+struct PackageSummary {
+  std::string ecosystem;  // "npm", "pypi"
+  std::string name;       // normal form
+  std::string version;
+  std::uint64_t fetches = 0;
+};
+
 struct SandboxSummary {
-  std::map<std::string, HostSummary> hosts;  // by host (with its port when not the default)
-  std::map<std::string, NameSummary> names;  // DNS, by name
+  std::map<std::string, HostSummary> hosts;        // by host (with its port when not the default)
+  std::map<std::string, NameSummary> names;        // DNS, by name
+  std::map<std::string, PackageSummary> packages;  // by purl
 };
 
 // Requests of one minute (the ts's first 16 characters, "2026-12-03T06:00"), by decision.

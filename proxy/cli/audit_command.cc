@@ -12,6 +12,36 @@
 
 namespace sluice::cli {
 
+bool forEachLogLine(const std::string& path, std::string_view command, Streams streams,
+                    const std::function<void(std::string_view line)>& take) {
+  std::FILE* file = path == "-" ? stdin : std::fopen(path.c_str(), "re");
+  if (file == nullptr) {
+    std::fprintf(streams.err, "sluice audit %.*s: %s: %s\n", static_cast<int>(command.size()),
+                 command.data(), path.c_str(), std::strerror(errno));
+    return false;
+  }
+  char* line = nullptr;
+  std::size_t capacity = 0;
+  ssize_t n = 0;
+  while ((n = ::getline(&line, &capacity, file)) > 0) {
+    std::string_view text(line, static_cast<std::size_t>(n));
+    if (text.back() == '\n') {
+      text.remove_suffix(1);
+    }
+    take(text);
+  }
+  const bool read_error = std::ferror(file) != 0;
+  std::free(line);
+  if (file != stdin) {
+    std::fclose(file);
+  }
+  if (read_error) {
+    std::fprintf(streams.err, "sluice audit %.*s: %s: read error\n",
+                 static_cast<int>(command.size()), command.data(), path.c_str());
+  }
+  return !read_error;
+}
+
 int auditVerifyCommand(std::span<const std::string_view> args, Streams streams) {
   if (args.size() != 1 || args.front().empty() || args.front().front() == '-') {
     std::fprintf(streams.err, "usage: sluice audit verify FILE\n");

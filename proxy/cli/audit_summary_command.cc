@@ -34,32 +34,6 @@ int badInput(Streams streams, std::string_view command, const std::string& probl
   return kExitUsage;
 }
 
-bool readInto(const std::string& path, proxy::audit::Summary& summary, Streams streams) {
-  std::FILE* file = path == "-" ? stdin : std::fopen(path.c_str(), "re");
-  if (file == nullptr) {
-    std::fprintf(streams.err, "sluice audit summary: %s: %s\n", path.c_str(), std::strerror(errno));
-    return false;
-  }
-  char* line = nullptr;
-  std::size_t capacity = 0;
-  ssize_t n = 0;
-  while ((n = ::getline(&line, &capacity, file)) > 0) {
-    std::string_view text(line, static_cast<std::size_t>(n));
-    if (text.back() == '\n') {
-      text.remove_suffix(1);
-    }
-    summary.add(text);
-  }
-  const bool read_error = std::ferror(file) != 0;
-  std::free(line);
-  if (file != stdin) {
-    std::fclose(file);
-  }
-  if (read_error) {
-    std::fprintf(streams.err, "sluice audit: %s: read error\n", path.c_str());
-  }
-  return !read_error;
-}
 
 // Both commands: `report` writes the page to -o, `summary` the table or --json to stdout.
 int auditSummaryOrReport(std::string_view command, std::span<const std::string_view> args,
@@ -111,7 +85,8 @@ int auditSummaryOrReport(std::string_view command, std::span<const std::string_v
   }
   proxy::audit::Summary summary(filter);
   for (const std::string& path : files) {
-    if (!readInto(path, summary, streams)) {
+    if (!forEachLogLine(path, command, streams,
+                        [&](std::string_view line) { summary.add(line); })) {
       return kExitUsage;
     }
   }

@@ -127,9 +127,12 @@ int run(int argc, char** argv, Streams streams) {
     if (!rest.empty() && rest.front() == "report") {
       return auditReportCommand(rest.subspan(1), streams);
     }
+    if (!rest.empty() && rest.front() == "sbom") {
+      return auditSbomCommand(rest.subspan(1), streams);
+    }
     return usage(streams,
-                 "audit: expected 'audit verify FILE', 'audit summary FILE...' or "
-                 "'audit report FILE... -o OUT.html'");
+                 "audit: expected 'audit verify FILE', 'audit summary FILE...', "
+                 "'audit report FILE... -o OUT.html' or 'audit sbom FILE...'");
   }
   return usage(streams, "unknown command '" + std::string(command) + "'");
 }

@@ -4,7 +4,9 @@
 // binary.
 
 #include <cstdio>
+#include <functional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace sluice::cli {
@@ -31,6 +33,13 @@ int envCommand(std::span<const std::string_view> args, Streams streams);
 int auditVerifyCommand(std::span<const std::string_view> args, Streams streams);
 int auditSummaryCommand(std::span<const std::string_view> args, Streams streams);
 int auditReportCommand(std::span<const std::string_view> args, Streams streams);
+int auditSbomCommand(std::span<const std::string_view> args, Streams streams);
 int versionCommand(std::span<const std::string_view> args, Streams streams);
+
+// The `audit` commands' reading of a log: each line of the file at `path` ("-": standard
+// input) to `take`, without its newline. False, once it said why on `streams.err` ("sluice
+// audit COMMAND: PATH: ..."), when the file cannot be opened or read.
+bool forEachLogLine(const std::string& path, std::string_view command, Streams streams,
+                    const std::function<void(std::string_view line)>& take);
 
 }  // namespace sluice::cli

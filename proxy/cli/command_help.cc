@@ -58,6 +58,13 @@ constexpr FlagSpec kReportFlags[] = {
     {"sandbox", "", false, true, "NAME", "Only that sandbox's records."},
 };
 
+constexpr FlagSpec kSbomFlags[] = {
+    {"output", "o", false, true, "FILE",
+     "Where to write the SBOM (written whole to a temporary file, then renamed over FILE); "
+     "default standard output."},
+    {"sandbox", "", false, true, "NAME", "Only the files that sandbox fetched."},
+};
+
 constexpr FlagSpec kHelpFlags[] = {
     {"man", "", false, false, "", "The manual page sluice(1), in roff, on standard output."},
 };
@@ -138,6 +145,16 @@ constexpr CommandHelp kCommands[] = {
      "SVG, no script): a timeline of requests by decision, the top hosts by bytes and by "
      "denials, and the tables. Every number is also in a data- attribute.",
      kReportFlags, "sluice audit report /var/log/sluice/audit.jsonl -o report.html",
+     "0; 2 bad arguments, or a file that cannot be read or written."},
+    {"audit sbom", "FILE... [-o FILE] [--sandbox NAME]",
+     "a CycloneDX SBOM of the package files the sandboxes fetched",
+     "Reads audit logs (- is standard input) and writes a CycloneDX 1.5 JSON SBOM: one "
+     "component per package file (npm, PyPI) a rule with a registry served with status 200, "
+     "with its purl, its SHA-256 when the log has it (audit.hash_bodies: true), and the "
+     "sandboxes that fetched it. It trusts the logs: run audit verify on them first. A line "
+     "that is no record, or whose package cannot be read, is counted on standard error, never "
+     "an error.",
+     kSbomFlags, "sluice audit verify audit.jsonl && sluice audit sbom audit.jsonl -o sbom.json",
      "0; 2 bad arguments, or a file that cannot be read or written."},
     {"version",
      "",

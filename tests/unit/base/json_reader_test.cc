@@ -23,6 +23,7 @@ TEST(JsonObjectLine, ReadsTheScalarMembersOfARecord) {
   EXPECT_EQ(r->string("rule"), std::nullopt);
   ASSERT_NE(r->find("addrs"), nullptr);
   EXPECT_EQ(r->find("addrs")->kind, JsonScalar::Kind::Nested);
+  EXPECT_EQ(r->find("addrs")->text, R"(["1.2.3.4",{"x":[1,2]}])");  // as written, to read again
   ASSERT_NE(r->find("ok"), nullptr);
   EXPECT_TRUE(r->find("ok")->boolean);
   EXPECT_EQ(r->find("missing"), nullptr);

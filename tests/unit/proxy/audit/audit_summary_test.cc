@@ -163,6 +163,50 @@ TEST(AuditSummary, TheTableIsNotTheSandboxsToShape) {
   EXPECT_EQ(table.find(std::string(300, 'x')), std::string::npos);
 }
 
+// The package files each sandbox was served (docs/packages.md#sbom), in the table and the JSON.
+TEST(AuditSummary, ThePackagesEachSandboxFetched) {
+  auto file = [](std::string_view sandbox, std::string_view decision, std::string_view status,
+                 std::string_view package) {
+    return std::string(R"({"ts":"2026-12-03T06:00:00.000Z","sandbox":")") + std::string(sandbox) +
+           R"(","kind":"http","url":"https://r.test/f","decision":")" + std::string(decision) +
+           R"(","status":)" + std::string(status) + R"(,"package":)" + std::string(package) + "}";
+  };
+  const std::string util =
+      R"({"ecosystem":"npm","kind":"file","name":"@myorg/util","version":"1.0.1"})";
+  const std::string wheel =
+      R"({"ecosystem":"pypi","kind":"file","name":"Zope_Interface","version":"5.4"})";
+  Summary s;
+  s.add(file("a", "allow", "200", util));
+  s.add(file("a", "allow", "200", util));
+  s.add(file("a", "report", "200", wheel));
+  s.add(file("b", "deny", "403", util));
+  s.add(file("b", "allow", "404", wheel));
+  s.add(file("b", "allow", "200",
+             R"({"ecosystem":"npm","kind":"metadata","name":"x","version":null})"));
+  s.add(file("b", "allow", "200", R"("not an object")"));  // a request still
+  EXPECT_EQ(s.records(), 7u);
+  EXPECT_EQ(s.sandboxes().at("a").packages.size(), 2u);
+  EXPECT_TRUE(s.sandboxes().at("b").packages.empty());
+  const std::string table = summaryTable(s);
+  EXPECT_NE(
+      table.find(
+          "  package                                  version                   "
+          "fetches  registry\n"
+          "  @myorg/util                              1.0.1                           2  npm\n"
+          "  zope-interface                           5.4                             1  pypi\n"),
+      std::string::npos)
+      << table;
+  const std::string json = summaryJson(s);
+  EXPECT_NE(json.find(R"("packages":[{"ecosystem":"npm","name":"@myorg/util","version":"1.0.1",)"
+                      R"("purl":"pkg:npm/%40myorg/util@1.0.1","fetches":2},{"ecosystem":"pypi",)"
+                      R"("name":"zope-interface","version":"5.4","purl":"pkg:pypi/)"
+                      R"(zope-interface@5.4","fetches":1}])"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"("sandbox":"b","hosts":)"), std::string::npos);
+  EXPECT_NE(json.find(R"("packages":[]})"), std::string::npos) << json;
+}
+
 TEST(AuditSummary, TheHostOfARecord) {
   EXPECT_EQ(hostOfRecord("https://pypi.org/simple/", std::nullopt, std::nullopt), "pypi.org");
   EXPECT_EQ(hostOfRecord("https://[::1]:8443?q", std::nullopt, std::nullopt), "[::1]:8443");

@@ -83,7 +83,10 @@ std::optional<std::size_t> belowRegistryPath(const Segments& segments, std::stri
   std::size_t index = 0;
   std::size_t begin = 1;
   while (begin < base.size()) {
-    const std::size_t end = base.find('/', begin);
+    std::size_t end = base.find('/', begin);
+    if (end == std::string_view::npos) {
+      end = base.size();  // (the loader ends every registry path with '/'; a caller may not)
+    }
     const std::string_view part = base.substr(begin, end - begin);
     if (index >= segments.count || segments.items[index].encoded_slash ||
         segments.items[index].text != part) {
@@ -138,6 +141,9 @@ PackageRequest recognizeNpm(const Segments& s, std::size_t i) {
     return out;  // the registry's root, or its own endpoints
   }
   std::string raw_name = s.items[i].text;
+  if (raw_name.empty()) {
+    return unrecognized(Ecosystem::Npm);  // an empty segment: refused as ambiguous before this
+  }
   if (raw_name.front() == '@' && !s.items[i].encoded_slash) {
     if (i + 1 >= s.count || s.items[i + 1].encoded_slash) {
       return unrecognized(Ecosystem::Npm);

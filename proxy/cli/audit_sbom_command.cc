@@ -68,25 +68,9 @@ bool writeWhole(const std::string& path, std::string_view text) {
 
 int auditSbomCommand(std::span<const std::string_view> args, Streams streams) {
   const std::span<const FlagSpec> specs = commandFlags("audit sbom");
-  // Files are the arguments that are no flag and no flag's value (as audit summary reads them).
   std::vector<std::string_view> flag_args;
   std::vector<std::string> files;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string_view arg = args[i];
-    if (arg.starts_with("-") && arg != "-") {
-      flag_args.push_back(arg);
-      const bool is_short = !arg.starts_with("--");
-      const std::string_view name = arg.substr(is_short ? 1 : 2);
-      for (const FlagSpec& spec : specs) {
-        if ((is_short ? spec.short_name : spec.name) == name && spec.takes_value &&
-            i + 1 < args.size()) {
-          flag_args.push_back(args[++i]);
-        }
-      }
-    } else {
-      files.emplace_back(arg);
-    }
-  }
+  splitFilesFromFlags(args, specs, flag_args, files);
   std::string error;
   auto flags = Flags::parse(flag_args, specs, &error);
   if (!flags) {

@@ -40,26 +40,9 @@ int auditSummaryOrReport(std::string_view command, std::span<const std::string_v
                          Streams streams) {
   const bool report = command == "report";
   const std::span<const FlagSpec> specs = commandFlags(report ? "audit report" : "audit summary");
-  // Files are the arguments that are no flag and no flag's value.
   std::vector<std::string_view> flag_args;
   std::vector<std::string> files;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string_view arg = args[i];
-    if (arg.starts_with("-") && arg != "-") {
-      // Flags::parse judges it; here only whether the next argument is its value.
-      flag_args.push_back(arg);
-      const bool is_short = !arg.starts_with("--");
-      const std::string_view name = arg.substr(is_short ? 1 : 2);
-      for (const FlagSpec& spec : specs) {
-        if ((is_short ? spec.short_name : spec.name) == name && spec.takes_value &&
-            i + 1 < args.size()) {
-          flag_args.push_back(args[++i]);
-        }
-      }
-    } else {
-      files.emplace_back(arg);
-    }
-  }
+  splitFilesFromFlags(args, specs, flag_args, files);
   std::string error;
   auto flags = Flags::parse(flag_args, specs, &error);
   if (!flags) {

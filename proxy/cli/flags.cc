@@ -78,4 +78,26 @@ std::vector<std::string_view> Flags::all(std::string_view name) const {
   return it == values_.end() ? std::vector<std::string_view>{} : it->second;
 }
 
+void splitFilesFromFlags(std::span<const std::string_view> args, std::span<const FlagSpec> specs,
+                         std::vector<std::string_view>& flag_args,
+                         std::vector<std::string>& files) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    if (!arg.starts_with("-") || arg == "-") {
+      files.emplace_back(arg);
+      continue;
+    }
+    // Flags::parse judges it; here only whether the next argument is its value.
+    flag_args.push_back(arg);
+    const bool is_short = !arg.starts_with("--");
+    const std::string_view name = arg.substr(is_short ? 1 : 2);
+    for (const FlagSpec& spec : specs) {
+      if ((is_short ? spec.short_name : spec.name) == name && spec.takes_value &&
+          i + 1 < args.size()) {
+        flag_args.push_back(args[++i]);
+      }
+    }
+  }
+}
+
 }  // namespace sluice::cli

@@ -37,4 +37,11 @@ class Flags {
   std::map<std::string, std::vector<std::string_view>, std::less<>> values_;
 };
 
+// A command that takes files among its flags (the audit commands): each argument that is no
+// flag and no flag's value is a file ("-" is standard input); the flags, with their values, go
+// to `flag_args` for Flags::parse, which judges them.
+void splitFilesFromFlags(std::span<const std::string_view> args, std::span<const FlagSpec> specs,
+                         std::vector<std::string_view>& flag_args,
+                         std::vector<std::string>& files);
+
 }  // namespace sluice::cli

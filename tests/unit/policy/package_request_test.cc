@@ -80,6 +80,8 @@ const Row kNpm[] = {
     {"/npm/", "GET", "/npmx/lodash", Kind::None},
     {"/a/b/", "GET", "/a/b/x", Kind::Metadata, "x", "", MetadataForm::NpmPackument},
     {"/a/b/", "GET", "/a/x", Kind::None},
+    // A registry path written without its last '/' (the loader adds none: it refuses one).
+    {"/npm", "GET", "/npm/lodash", Kind::Metadata, "lodash", "", MetadataForm::NpmPackument},
     // Refused: shapes the registry may read as a package sluice could not judge.
     {"/", "GET", "/lodash/-/other-1.0.0.tgz", Kind::Unrecognized},
     {"/", "GET", "/lodash/-/lodash-.tgz", Kind::Unrecognized},

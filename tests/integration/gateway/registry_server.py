@@ -236,3 +236,15 @@ def publish_standard(reg):
         reg.pypi.publish("lib-b", version, age=age)
     for version, age in (("1.0.0", 30 * DAY), ("1.1.0", HOUR)):
         reg.pypi.publish("app-a", version, age=age, requires=["lib-b>=1.0"])
+
+
+def registry_rules(reg, host="allowed.test"):
+    """The sluice rules of both registries on one host, each under its path: `paths` sends each
+    request to its registry's rule (first match wins), and npm's spells the scope's encoded
+    slash (docs/policy.md#npms-scoped-packages)."""
+    base = {"hosts": [host], "ports": [reg.port], "ips": [ADDRESS + "/32"],
+            "methods": ["GET", "HEAD"]}
+    return [dict(base, name="npm", paths=["/npm/", "/npm/@myorg%2f"],
+                 registry={"ecosystem": "npm", "path": "/npm/"}),
+            dict(base, name="pypi", paths=["/pypi/"],
+                 registry={"ecosystem": "pypi", "path": "/pypi/"})]

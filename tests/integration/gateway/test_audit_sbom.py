@@ -23,7 +23,8 @@ import pytest
 import clients
 from gateway import Gateway, Runner
 import registry_clients as rc
-from registry_server import STANDARD_NPM_NEWEST, STANDARD_PYPI_NEWEST, publish_standard, serve
+from registry_server import (STANDARD_NPM_NEWEST, STANDARD_PYPI_NEWEST, publish_standard,
+                             registry_rules, serve)
 
 HOST = "allowed.test"
 SCHEMA_PACKAGE = "@cyclonedx/cyclonedx-library@10.3.0"
@@ -37,16 +38,6 @@ def reg(bed):
     with serve(bed, host=HOST) as served:
         publish_standard(served)
         yield served
-
-
-def registry_rules(reg):
-    # As test_packages.py: one host, each registry under its path.
-    base = {"hosts": [HOST], "ports": [reg.port], "ips": ["127.0.0.20/32"],
-            "methods": ["GET", "HEAD"]}
-    return [dict(base, name="npm", paths=["/npm/", "/npm/@myorg%2f"],
-                 registry={"ecosystem": "npm", "path": "/npm/"}),
-            dict(base, name="pypi", paths=["/pypi/"],
-                 registry={"ecosystem": "pypi", "path": "/pypi/"})]
 
 
 @pytest.fixture

@@ -25,7 +25,8 @@ import pytest
 import clients
 from gateway import Gateway, Runner
 import registry_clients as rc
-from registry_server import STANDARD_NPM_NEWEST, STANDARD_PYPI_NEWEST, publish_standard, serve
+from registry_server import (STANDARD_NPM_NEWEST, STANDARD_PYPI_NEWEST, publish_standard,
+                             registry_rules, serve)
 from reload_util import Reloads, rewrite_config, sighup
 
 HOST = "allowed.test"
@@ -36,17 +37,6 @@ def reg(bed):
     with serve(bed, host=HOST) as served:
         publish_standard(served)
         yield served
-
-
-def registry_rules(reg):
-    base = {"hosts": [HOST], "ports": [reg.port], "ips": ["127.0.0.20/32"],
-            "methods": ["GET", "HEAD"]}
-    # One host serves both registries here, each under its path: `paths` sends each request to
-    # its registry's rule (first match wins).
-    return [dict(base, name="npm", paths=["/npm/", "/npm/@myorg%2f"],
-                 registry={"ecosystem": "npm", "path": "/npm/"}),
-            dict(base, name="pypi", paths=["/pypi/"],
-                 registry={"ecosystem": "pypi", "path": "/pypi/"})]
 
 
 def with_packages(packages, mode="enforce"):

@@ -25,8 +25,7 @@ std::optional<std::string> readRegistryPath(YamlWalker& walker, const YamlValue&
   if (!path) {
     return std::nullopt;
   }
-  if (!isValidPathPrefix(*path) || path->back() != '/' ||
-      path->find('%') != std::string::npos) {
+  if (!isValidPathPrefix(*path) || path->back() != '/' || path->find('%') != std::string::npos) {
     walker.error(value.mark, quoteForMessage(*path) +
                                  ": a registry path starts and ends with '/' and holds no "
                                  "'?', '%', dot segments or empty segments");
@@ -102,7 +101,7 @@ std::optional<RegistrySettings> readRegistry(YamlWalker& walker, const YamlValue
 }
 
 std::optional<PackageSettings> readPackageSettings(YamlWalker& walker, const YamlValue& value) {
-  MapReader map(walker, value, {"deny", "allow", "advisories", "block"});
+  MapReader map(walker, value, {"deny", "allow", "advisories", "block", "max_metadata"});
   if (!map.isMap()) {
     return std::nullopt;
   }
@@ -132,6 +131,14 @@ std::optional<PackageSettings> readPackageSettings(YamlWalker& walker, const Yam
   const bool has_block = map.read("block", [&](const YamlValue& v) {
     if (auto word = readWord(walker, v, "an advisory choice", {"malicious", "all"})) {
       settings.block = *word == "all" ? AdvisoryBlock::All : AdvisoryBlock::Malicious;
+    }
+  });
+  map.read("max_metadata", [&](const YamlValue& v) {
+    auto n = readSize(walker, v);
+    if (n && (*n < PackageSettings::kMinMaxMetadata || *n > PackageSettings::kMaxMaxMetadata)) {
+      walker.error(v.mark, "must be between 1MiB and 1GiB");
+    } else if (n) {
+      settings.max_metadata = *n;
     }
   });
   if (has_block && settings.advisories.empty() && walker.errorCount() == errors) {

@@ -22,6 +22,15 @@ struct PackageSettings {
   // against the config file's directory by the loader). Read by proxy/runtime at each load.
   std::vector<std::string> advisories;
   AdvisoryBlock block = AdvisoryBlock::Malicious;
+  // The largest metadata document (decoded) held whole for filtering: larger ones are refused
+  // (package_metadata_too_large), never passed on unfiltered. A sandbox holds at most
+  // kMetadataDocumentsHeld of them at once across its connections (package_metadata_busy).
+  std::uint64_t max_metadata = kDefaultMaxMetadata;
+
+  static constexpr std::uint64_t kDefaultMaxMetadata = 64ULL << 20;
+  static constexpr std::uint64_t kMinMaxMetadata = 1ULL << 20;
+  static constexpr std::uint64_t kMaxMaxMetadata = 1ULL << 30;
+  static constexpr std::uint64_t kMetadataDocumentsHeld = 4;
 };
 
 // A rule that allows a registry (its `registry`): whose URL shapes its requests follow, and

@@ -9,9 +9,11 @@ namespace {
 // The one table. Statuses follow docs/wire.md#denials: denials are 403 (over TLS when inside the
 // tunnel), framing errors 400, an oversized head 431, upstream failures 502/504. A sandbox over its
 // own limits gets 429 (request rate) or 503 (connections), and so does every sandbox whose audit
-// file cannot be written (503 audit_unavailable): "try again later", not "never". A status of 0
-// means the connection is closed (with a TLS alert where one can be sent) because no HTTP answer
-// can be framed: not_tls has no HTTP to answer, sni_missing no certificate to answer over.
+// file cannot be written (503 audit_unavailable) or that holds all the package metadata it may
+// (503 package_metadata_busy): "try again later", not "never". Registry metadata sluice cannot
+// filter is the origin's failure: 502. A status of 0 means the connection is closed (with a TLS
+// alert where one can be sent) because no HTTP answer can be framed: not_tls has no HTTP to
+// answer, sni_missing no certificate to answer over.
 constexpr std::array<ReasonInfo, kReasonCount> kReasons = {{
     {"", 200, ""},                                              // None
     {"not_allowed_host", 403, "http_request_denied"},           //
@@ -43,6 +45,9 @@ constexpr std::array<ReasonInfo, kReasonCount> kReasons = {{
     {"package_denied", 403, "http_request_denied"},             //
     {"package_malicious", 403, "http_request_denied"},          //
     {"package_unrecognized", 403, "http_request_denied"},       //
+    {"package_metadata_invalid", 502, "http_protocol_error"},   //
+    {"package_metadata_too_large", 502, "http_response_body_size"},
+    {"package_metadata_busy", 503, "proxy_internal_error"},     //
 }};
 
 }  // namespace

@@ -49,9 +49,16 @@ enum class Reason : std::uint8_t {
   // A request in a registry's namespace that names a package in no shape sluice reads
   // (docs/packages.md#requests): the registry might serve a package sluice did not judge.
   PackageUnrecognized,
+  // A registry's metadata that sluice must filter (docs/packages.md#metadata) and cannot: it
+  // is not the format sluice reads, it is larger than the policy's `max_metadata`, or the
+  // sandbox already has as much held for filtering as it may. Never passed on unfiltered. Not
+  // policy reasons: what the origin sent, or the sandbox's share of memory, not the rules.
+  PackageMetadataInvalid,
+  PackageMetadataTooLarge,
+  PackageMetadataBusy,
 };
 
-inline constexpr int kReasonCount = static_cast<int>(Reason::PackageUnrecognized) + 1;
+inline constexpr int kReasonCount = static_cast<int>(Reason::PackageMetadataBusy) + 1;
 
 struct ReasonInfo {
   std::string_view token;         // "not_allowed_host"; "" for None

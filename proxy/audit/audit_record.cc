@@ -1,10 +1,12 @@
 #include "proxy/audit/audit_record.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <ctime>
 #include <utility>
 
+#include "base/ascii.h"
 #include "base/json_writer.h"
 
 namespace sluice::proxy::audit {
@@ -333,6 +335,21 @@ void stringOrNull(LineBuilder& line, std::string_view text) {
   }
 }
 
+// A text of the origin's written as it is only when it is short and of plain characters, so
+// that the record's bound holds (docs/audit.md#what-a-record-copies-from-the-sandbox-is-capped).
+constexpr std::size_t kMaxRemovedText = 128;
+bool isVersionChar(char c) {
+  return ascii::isAlnum(c) || c == '.' || c == '+' || c == '!' || c == '_' || c == '~' || c == '-';
+}
+bool isAdvisoryChar(char c) {
+  return ascii::isAlnum(c) || c == '.' || c == '_' || c == ':' || c == '-';
+}
+template <typename CharTest>
+bool isRecordableText(std::string_view text, CharTest test) {
+  return !text.empty() && text.size() <= kMaxRemovedText &&
+         std::all_of(text.begin(), text.end(), test);
+}
+
 void packageOrNull(LineBuilder& line, const std::optional<PackageFacts>& package) {
   if (!package) {
     line.lit("null");
@@ -348,7 +365,33 @@ void packageOrNull(LineBuilder& line, const std::optional<PackageFacts>& package
   stringOrNull(line, package->version);
   line.lit(",\"advisory\":");
   stringOrNull(line, package->advisory);
-  line.lit("}");
+  line.lit(",\"removed\":");
+  if (!package->removed) {
+    line.lit("null}");
+    return;
+  }
+  line.lit("{\"count\":");
+  line.number(static_cast<std::int64_t>(*package->removed));
+  line.lit(",\"versions\":[");
+  const std::size_t listed = std::min(package->removed_listed_count, kMaxRemovedListed);
+  for (std::size_t i = 0; i < listed; ++i) {
+    const RemovedVersionFacts& removed = package->removed_listed[i];
+    if (i > 0) {
+      line.lit(",");
+    }
+    line.lit("{\"version\":");
+    line.quoted(isRecordableText(removed.version, isVersionChar) ? removed.version : "?");
+    line.lit(",\"reason\":");
+    line.quoted(policy::reasonInfo(removed.reason).token);
+    line.lit(",\"advisory\":");
+    if (isRecordableText(removed.advisory, isAdvisoryChar)) {
+      line.quoted(removed.advisory);
+    } else {
+      line.lit("null");
+    }
+    line.lit("}");
+  }
+  line.lit("]}}");
 }
 
 // The field names below are spelled out in the literals; they are the field:: constants.
@@ -363,8 +406,7 @@ static_assert(field::kTs == "ts" && field::kSandbox == "sandbox" && field::kKind
               field::kProto == "proto" && field::kUpstreamProto == "upstream_proto" &&
               field::kUpgrade == "upgrade" && field::kError == "error" &&
               field::kDeniedAddrs == "denied_addrs" && field::kPackage == "package" &&
-              field::kDurationMs == "duration_ms" &&
-              field::kTruncated == "truncated");
+              field::kDurationMs == "duration_ms" && field::kTruncated == "truncated");
 
 }  // namespace
 

@@ -78,7 +78,7 @@ inline constexpr std::size_t kMaxUrlBytes = 4096;
 // `denied_addrs` empty; and the most each resolved address adds to
 // `addrs`, and each refused one to `denied_addrs` (only the kMaxAddresses an answer is checked
 // for can be refused).
-inline constexpr std::size_t kMaxFixedBytes = 1600;
+inline constexpr std::size_t kMaxFixedBytes = 2944;
 inline constexpr std::size_t kMaxAddressBytes = 48;
 inline constexpr std::size_t kMaxDeniedAddressBytes = 128;
 // The `truncated` member with all four fields cut, each with a 20-digit length.
@@ -125,12 +125,27 @@ using Sha256 = std::array<std::uint8_t, 32>;
 // An address of H that the address checks refused (`denied_addrs`, reason ip_denied), and why.
 // The package a registry request names (docs/packages.md#on-record): views valid while the
 // record is written. Empty views are null.
+// A version filtered metadata did not show the client (docs/packages.md#metadata).
+struct RemovedVersionFacts {
+  // As the metadata spells it: written when it is at most 128 characters of
+  // [A-Za-z0-9.+!_~-], else as "?" (the origin's text, which could be anything).
+  std::string_view version;
+  policy::Reason reason = policy::Reason::None;
+  std::string_view advisory;  // an OSV id (at most 128 characters of [A-Za-z0-9._:-]), or none
+};
+inline constexpr std::size_t kMaxRemovedListed = 4;
+
 struct PackageFacts {
   policy::Ecosystem ecosystem = policy::Ecosystem::Npm;
   policy::PackageRequestKind kind = policy::PackageRequestKind::None;
   std::string_view name;      // normal form, at most 214 characters of [a-z0-9@/._~!'()-]
   std::string_view version;   // as in the URL, at most 128 characters of [A-Za-z0-9.+!_-]
   std::string_view advisory;  // the id of the advisory that refused it, at most 64 characters
+  // Metadata sluice filtered: how many versions it removed (nullopt: it filtered none), and
+  // the first kMaxRemovedListed of them.
+  std::optional<std::size_t> removed;
+  std::array<RemovedVersionFacts, kMaxRemovedListed> removed_listed{};
+  std::size_t removed_listed_count = 0;
 };
 
 struct DeniedAddress {
@@ -148,14 +163,14 @@ struct AuditRecord {
   std::optional<std::string_view> sni;   // as received; absent: null
   std::optional<std::string_view> host;  // as received; absent: null
   std::optional<std::string_view> method;
-  std::string_view url;                  // empty: null
+  std::string_view url;  // empty: null
   std::optional<policy::Endpoint> orig_dst;
   std::span<const policy::IpAddress> addrs;
   std::optional<policy::Endpoint> upstream;
   policy::Verdict decision = policy::Verdict::Deny;
-  std::string_view rule;                 // empty: null
+  std::string_view rule;  // empty: null
   policy::Reason reason = policy::Reason::None;
-  int status = 0;                        // 0: null (no HTTP answer was sent)
+  int status = 0;  // 0: null (no HTTP answer was sent)
   // Body bytes of a body sluice read (sent upstream, or relayed down); null for one it never
   // read (a refused request's, the origin's when none answered), even with hash_bodies.
   std::optional<std::uint64_t> req_bytes;

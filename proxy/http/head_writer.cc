@@ -92,7 +92,9 @@ void visitForwardedFields(const RequestHead& head, std::span<const HeaderField> 
     visitor.field(name, headers.value(i), false);
   }
   for (const HeaderField& field : extra) {
-    if (policy::isEndToEndRequestHeader(field.name)) {  // the loader refuses the others
+    // An empty value only removes the client's field: no secret is empty (the loader and
+    // SecretValues refuse one), so only sluice's own removals have one.
+    if (!field.value.empty() && policy::isEndToEndRequestHeader(field.name)) {
       visitor.field(field.name, field.value, true);
     }
   }

@@ -35,8 +35,10 @@ class ForwardedFieldVisitor {
 // The fields a forwarded request carries, in both HTTP versions: the client's fields in order
 // except those policy::isEndToEndRequestHeader refuses (Host, Content-Length, hop-by-hop,
 // Proxy-*, routing and client claims), those its Connection fields name, and any field named in
-// `extra` (those are replaced: credential injection); then `extra`, less any name
-// isEndToEndRequestHeader refuses (the config loader never lets a rule inject one).
+// `extra` (those are replaced: credential injection, the fields a package's metadata is asked
+// for with); then `extra`, less any name isEndToEndRequestHeader refuses (the config loader
+// never lets a rule inject one) and any with an empty value (which only removes the client's:
+// docs/packages.md#metadata drops its conditionals so).
 void visitForwardedFields(const RequestHead& head, std::span<const HeaderField> extra,
                           ForwardedFieldVisitor& visitor);
 
@@ -51,7 +53,8 @@ void visitForwardedTrailers(const HeaderBlock& trailers, std::span<const HeaderF
 // except those policy::isEndToEndRequestHeader refuses (Host, Content-Length, hop-by-hop,
 // Proxy-*, routing and client claims), those its Connection fields name, and any field named in
 // `extra` (those are replaced: credential injection), then `extra` (less any name
-// isEndToEndRequestHeader refuses, which the config loader never lets a rule inject), then the
+// isEndToEndRequestHeader refuses, which the config loader never lets a rule inject, and any
+// with an empty value: visitForwardedFields), then the
 // framing of head.framing
 // ("Content-Length: n", also for 0 when the client sent it; "Transfer-Encoding: chunked"; or
 // nothing), then the empty line. `origin_target` is normally head.origin_target; it must not

@@ -137,6 +137,10 @@ class AdvisoryIndex {
   std::optional<AdvisoryMatch> find(policy::Ecosystem ecosystem, std::string_view name,
                                     std::string_view version, bool malicious_only) const;
 
+  // Whether any advisory names the package at all (then some version of it may be refused).
+  bool namesPackage(policy::Ecosystem ecosystem, std::string_view name) const {
+    return !entriesFor(ecosystem, name).empty();
+  }
   std::size_t size() const { return advisories_; }  // distinct advisory ids
   std::size_t entryCount() const { return entries_.size(); }
   // 64-bit FNV-1a over the kept entries in index order, each entry given by its own FNV-1a

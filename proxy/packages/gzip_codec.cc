@@ -7,9 +7,14 @@
 #include <utility>
 
 #include "base/ascii.h"
+#include "proxy/packages/field_lists.h"
 
 namespace sluice::proxy::packages {
 namespace {
+
+using field_lists::forEachListElement;
+using field_lists::parseQvalue;
+using field_lists::trimOws;
 
 // zlib counts in uInt: larger inputs go through in slices of this.
 constexpr std::size_t kMaxSlice = std::size_t{1} << 30;
@@ -20,63 +25,8 @@ constexpr std::size_t kOutputStep = std::size_t{16} << 10;
 // a few bytes.
 constexpr std::size_t kFirstCapacity = std::size_t{4} << 10;
 
-constexpr bool isOws(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view trimOws(std::string_view s) {
-  while (!s.empty() && isOws(s.front())) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && isOws(s.back())) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-// Calls `element(text)` for each non-empty element of a comma-separated list (RFC 9110 §5.6.1),
-// trimmed; stops when it returns false.
-template <typename Element>
-void forEachListElement(std::string_view list, Element element) {
-  while (true) {
-    const std::size_t comma = list.find(',');
-    const std::string_view item = trimOws(list.substr(0, comma));
-    if (!item.empty() && !element(item)) {
-      return;
-    }
-    if (comma == std::string_view::npos) {
-      return;
-    }
-    list.remove_prefix(comma + 1);
-  }
-}
-
 bool isGzipName(std::string_view name) {
   return ascii::iequals(name, "gzip") || ascii::iequals(name, "x-gzip");
-}
-
-// qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ), RFC 9110 §12.4.2. Returns the
-// weight in thousandths, or -1 when malformed.
-int parseQvalue(std::string_view text) {
-  if (text.empty() || (text[0] != '0' && text[0] != '1')) {
-    return -1;
-  }
-  int thousandths = 0;
-  if (text.size() > 1) {
-    if (text[1] != '.' || text.size() > 5) {
-      return -1;
-    }
-    int scale = 100;
-    for (char c : text.substr(2)) {
-      if (!ascii::isDigit(c)) {
-        return -1;
-      }
-      thousandths += (c - '0') * scale;
-      scale /= 10;
-    }
-  }
-  if (text[0] == '1') {
-    return thousandths == 0 ? 1000 : -1;
-  }
-  return thousandths;
 }
 
 struct AcceptedCoding {

@@ -69,6 +69,11 @@ struct SandboxRuntime {
   // shared with each of them, as a pooled connection may outlive the runtime.
   std::shared_ptr<std::atomic<std::size_t>> idle_upstreams =
       std::make_shared<std::atomic<std::size_t>>(0);
+  // Bytes of registry metadata its requests hold for filtering, across the workers
+  // (docs/packages.md#metadata): at most PackageSettings::kMetadataDocumentsHeld times its
+  // policy's max_metadata, else package_metadata_busy.
+  std::shared_ptr<std::atomic<std::size_t>> metadata_held =
+      std::make_shared<std::atomic<std::size_t>>(0);
   // What its origins chose when offered h2, for every worker: a burst of its requests to one
   // waits for one dial unless it answers HTTP/1.1 (OriginProtocols).
   OriginProtocols origin_protocols;
@@ -78,7 +83,7 @@ struct SandboxRuntime {
 struct SandboxView {
   const policy::Sandbox* sandbox = nullptr;  // points into Generation::config
   std::shared_ptr<SandboxRuntime> runtime;
-  audit::AuditSink* audit = nullptr;         // one of Generation::audit_sinks
+  audit::AuditSink* audit = nullptr;  // one of Generation::audit_sinks
   // Null: no request-rate limit. Shared with the previous generation when unchanged.
   std::shared_ptr<limits::RequestRate> rate;
   // The same for the queries to the sandbox's resolver (dns_queries_per_second).
@@ -112,7 +117,7 @@ struct Generation {
 // still fit, loads or creates the CAs of new sandboxes, and takes audit sinks from `audit`.
 // `notices` receives one line per CA created, for the operator.
 Result<std::shared_ptr<const Generation>, std::string> buildGeneration(
-    std::shared_ptr<const policy::Config> config, SecretValues secrets,
-    const Generation* previous, audit::AuditLog& audit, std::vector<std::string>* notices);
+    std::shared_ptr<const policy::Config> config, SecretValues secrets, const Generation* previous,
+    audit::AuditLog& audit, std::vector<std::string>* notices);
 
 }  // namespace sluice::proxy

@@ -28,6 +28,8 @@ void PackageJudgement::clear() {
   reason = policy::Reason::None;
   advisory.clear();
   detail.clear();
+  filtered = false;
+  removed.clear();
 }
 
 void judgePackageRequest(const policy::Policy& policy, const policy::Rule& rule,

@@ -5,11 +5,13 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "policy/config.h"
 #include "policy/package_request.h"
 #include "policy/reason.h"
 #include "proxy/packages/advisory.h"
+#include "proxy/packages/version_judge.h"
 
 namespace sluice::proxy {
 
@@ -18,6 +20,9 @@ struct PackageJudgement {
   policy::Reason reason = policy::Reason::None;  // None: served
   std::string advisory;                          // package_malicious: the advisory's id
   std::string detail;  // a refusal's why, for its body and log line ("npm package 'x' ...")
+  // Filtered metadata (docs/packages.md#metadata): the versions the client was not shown.
+  bool filtered = false;
+  std::vector<packages::RemovedVersion> removed;
 
   void clear();
 };

@@ -10,10 +10,10 @@
 #include "policy/secret_use.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
+#include "proxy/session/context/state_change.h"
 #include "proxy/session/exchange/credential_brokering.h"
 #include "proxy/session/exchange/denial.h"
 #include "proxy/session/exchange/request_target.h"
-#include "proxy/session/context/state_change.h"
 
 namespace sluice::proxy::session {
 
@@ -100,6 +100,7 @@ void Exchange::beginRequest(const http::RequestHead& head, bool hash) {
   }
   record_.origin_target.assign(head.absolute_form ? head.origin_target : head.target);
   record_.websocket = head.websocket_upgrade;
+  metadata_.reset();
 }
 
 void Exchange::startRequest(const http::RequestHead& head, bool hash) {
@@ -234,10 +235,21 @@ bool Exchange::refusePackage(policy::Decision& d) {
   PackageJudgement& judged = record_.package;
   judgePackageRequest(*sandbox().policy, *d.rule, host_.sandboxView().advisories, record_.method,
                       record_.origin_target, judged);
+  const bool report = sandbox().mode == policy::SandboxMode::Report;
   if (judged.reason == policy::Reason::None) {
+    // Report mode forwards metadata as the origin sent it: nothing is held.
+    const packages::AdvisoryIndex* advisories = host_.sandboxView().advisories;
+    if (!report && filtersMetadata(*sandbox().policy, advisories, judged.package, record_.method)) {
+      if (framing_ != http::BodyFraming::None) {
+        deny(policy::Reason::BadRequest, "a GET of a package's metadata carries a body");
+        return true;
+      }
+      metadata_.plan(judged.package, head_->headers.find("Accept").value_or(""),
+                     sandbox().policy->packages->max_metadata, host_.runtime().metadata_held.get());
+    }
     return false;
   }
-  if (sandbox().mode == policy::SandboxMode::Report) {
+  if (report) {
     if (d.verdict == policy::Verdict::Allow) {
       d.verdict = policy::Verdict::Report;
       d.reason = judged.reason;
@@ -317,10 +329,12 @@ bool Exchange::holdsMore() const {
 void Exchange::refuse(const policy::Decision& decision, std::string_view host,
                       std::string_view method, std::string_view target) {
   if (decision.reason != policy::Reason::IpDenied) {
-    deny(decision.reason,
-         explainDenial(decision.reason, {.sandbox = sandbox().name, .host = host,
-                                         .port = record_.port, .scheme = record_.scheme,
-                                         .method = method, .target = target}));
+    deny(decision.reason, explainDenial(decision.reason, {.sandbox = sandbox().name,
+                                                          .host = host,
+                                                          .port = record_.port,
+                                                          .scheme = record_.scheme,
+                                                          .method = method,
+                                                          .target = target}));
     return;
   }
   // The addresses decide() checked: an IP-literal H is its own; else what the connector

@@ -33,10 +33,11 @@
 #include "proxy/session/exchange/downstream.h"
 #include "proxy/session/exchange/exchange_host.h"
 #include "proxy/session/exchange/exchange_state.h"
-#include "proxy/session/upstream/http1_upstream.h"
-#include "proxy/session/upstream/http2_upstream_stream.h"
+#include "proxy/session/exchange/metadata_hold.h"
 #include "proxy/session/exchange/request_record.h"
 #include "proxy/session/exchange/response_relay.h"
+#include "proxy/session/upstream/http1_upstream.h"
+#include "proxy/session/upstream/http2_upstream_stream.h"
 
 namespace sluice::proxy::session {
 
@@ -119,7 +120,13 @@ class Exchange final : private ConnectorClient, private UpstreamEvents, private 
   // --- the connection's reading and writing
   bool upstreamBackedUp() const { return channel_->backedUp(); }
   // The client took `bytes` of the answer its downstream held (Downstream::buffersResponse).
-  void onResponseTaken(std::size_t bytes) { channel_->bodyTaken(bytes); }
+  // (A filtered document's bytes were never the origin's to count: its window reopened as
+  // they were held.)
+  void onResponseTaken(std::size_t bytes) {
+    if (!metadata_.planned()) {
+      channel_->bodyTaken(bytes);
+    }
+  }
   void updateUpstreamReading(bool client_backed_up);
   void flushCorkedUpstream() { channel_->flushCorked(); }
   void discardCorkedUpstream() { channel_->discardCorked(); }
@@ -163,7 +170,11 @@ class Exchange final : private ConnectorClient, private UpstreamEvents, private 
   bool chargeRequest();
   const policy::Sandbox& sandbox() const;
   // The package firewall on a request of a registry rule; true when it refused the request.
+  // A request it serves whose metadata is filtered gets its plan (metadata_).
   bool refusePackage(policy::Decision& d);
+  // The held metadata's body is whole: the filtered document goes to the client with its own
+  // head (Responding), or its refusal (false: Denied, or the connection closed).
+  bool serveHeldMetadata();
   const policy::Config& config() const;
   // decide() on the request's facts; `addresses` once H is resolved.
   policy::Decision decideRequest(std::span<const policy::IpAddress> addresses, bool resolved);
@@ -221,6 +232,11 @@ class Exchange final : private ConnectorClient, private UpstreamEvents, private 
   // placeholders before anything is forwarded; sent ahead of the rest once forwarding starts.
   std::string held_body_;
   std::vector<http::HeaderField> inject_fields_;  // the rule's injected headers; reused
+  // The rule injected a secret (inject_fields_ also carries the fields asked for metadata): the
+  // response is masked.
+  bool injected_ = false;
+  // A package's metadata to hold and filter (docs/packages.md#metadata).
+  MetadataHold metadata_;
   ResponseRelay relay_;
   Connector connector_;
   // The request's upstream: h1_ on an HTTP/1.1 connection, h2_ a stream of a shared HTTP/2

@@ -125,6 +125,10 @@ void Exchange::startForwarding() {
   std::string host_value = canonicalAuthority();
   // Credential brokering: the rule's headers replace the sandbox's.
   injectedFields(matched_rule_, *host_.generation().secrets, inject_fields_);
+  injected_ = !inject_fields_.empty();
+  if (metadata_.planned()) {
+    metadata_.requestFields(inject_fields_);  // gzip or identity, whole, a form with times
+  }
   channel_->sendHead(*head_, record_.origin_target, host_value, inject_fields_);
   record_.req_body_read = true;  // what body it has is relayed from here
   if (state_ != ExchangeState::SendingRequest || host_.closing()) {
@@ -213,7 +217,7 @@ void Exchange::onRequestEnd(const http::HeaderBlock* trailers) {
 // --- the response down
 
 const SecretPatterns* Exchange::maskPatterns() const {
-  return inject_fields_.empty() ? nullptr : &host_.generation().secrets->patterns();
+  return injected_ ? &host_.generation().secrets->patterns() : nullptr;
 }
 
 void Exchange::onInterimHead(const http::ResponseHead& head) {
@@ -231,13 +235,25 @@ void Exchange::onResponseHead(const http::ResponseHead& head) {
       downstream_.successMeansSwitched()) {
     // The origin declined the WebSocket with an ordinary answer (200 and a body): to an HTTP/2
     // client that 2xx would say the tunnel is open, and the body would read as its bytes.
-    deny(policy::Reason::UpstreamConnect,
-         "the origin answered the WebSocket upgrade with " + std::to_string(head.status) +
-             ", not 101 Switching Protocols");
+    deny(policy::Reason::UpstreamConnect, "the origin answered the WebSocket upgrade with " +
+                                              std::to_string(head.status) +
+                                              ", not 101 Switching Protocols");
     return;
   }
   if (refuseEncodedResponse(head)) {
     return;
+  }
+  if (metadata_.planned()) {
+    std::string detail;
+    if (const policy::Reason refused = metadata_.holdHead(head, detail);
+        refused != policy::Reason::None) {
+      deny(refused, detail);
+      return;
+    }
+    if (metadata_.holding()) {
+      transition(ExchangeState::HoldingResponse);  // (a GET of metadata has no body to send)
+      return;
+    }
   }
   relay_.head(head, maskPatterns());
   if (host_.closing()) {
@@ -271,7 +287,7 @@ void Exchange::switchToWebSocket(const http::ResponseHead& head) {
 // anyway is not forwarded: 502 before its head goes out, with upstream_connect, the stable
 // reason for an upstream that gave sluice nothing it can forward (as for a malformed answer).
 bool Exchange::refuseEncodedResponse(const http::ResponseHead& head) {
-  if (inject_fields_.empty() || !codedBody(head)) {
+  if (!injected_ || !codedBody(head)) {
     return false;
   }
   // The coding's name is the upstream's text: it stays out of the answer and the log.
@@ -283,6 +299,18 @@ bool Exchange::refuseEncodedResponse(const http::ResponseHead& head) {
 }
 
 void Exchange::onResponseBody(std::span<const char> data) {
+  if (state_ == ExchangeState::HoldingResponse) {
+    if (downstream_.buffersResponse()) {
+      channel_->bodyTaken(data.size());  // held here, charged to the sandbox: not the client's
+    }
+    std::string detail;
+    if (const policy::Reason refused = metadata_.feed(data, detail);
+        refused != policy::Reason::None) {
+      after_ = UpstreamAfter::Close;  // (its answer is cut off mid-body)
+      deny(refused, detail);
+    }
+    return;
+  }
   record_.resp_bytes += data.size();
   if (record_.hashing) {
     EVP_DigestUpdate(record_.resp_hash.get(), data.data(), data.size());
@@ -293,7 +321,13 @@ void Exchange::onResponseBody(std::span<const char> data) {
 void Exchange::onResponseComplete(bool more) {
   // Bytes after the response: the upstream is in no known state, never reuse it.
   after_ = more ? UpstreamAfter::Close : UpstreamAfter::Keep;
-  relay_.end(channel_->trailers());
+  if (state_ == ExchangeState::HoldingResponse) {
+    if (!serveHeldMetadata()) {
+      return;
+    }
+  } else {
+    relay_.end(channel_->trailers());
+  }
   if (state_ == ExchangeState::RespondingWhileSending) {
     // The upstream answered before the request body ended (a 413, a redirect). Neither
     // connection is in a known state any more: finish this exchange and close both.
@@ -304,6 +338,13 @@ void Exchange::onResponseComplete(bool more) {
 }
 
 void Exchange::onResponseEndedByClose() {
+  if (state_ == ExchangeState::HoldingResponse) {
+    after_ = UpstreamAfter::Close;
+    if (serveHeldMetadata()) {
+      finish();
+    }
+    return;
+  }
   relay_.end();
   if (state_ == ExchangeState::RespondingWhileSending) {
     // The rest of the request body is read and dropped; the exchange completes at its end.
@@ -313,6 +354,34 @@ void Exchange::onResponseEndedByClose() {
   }
   channel_->release(false, after_ == UpstreamAfter::Keep);
   finish();
+}
+
+// The document sent in place of the origin's: its head, then its body whole, counted and
+// hashed as the bytes the client got (docs/audit.md). The trailers of the origin's are not
+// its: none are sent.
+bool Exchange::serveHeldMetadata() {
+  const ServedMetadata& served =
+      metadata_.finish(*sandbox().policy->packages, host_.sandboxView().advisories);
+  record_.package.filtered = true;
+  record_.package.removed = served.removed;
+  if (served.reason != policy::Reason::None) {
+    record_.package.advisory = served.advisory;
+    deny(served.reason, served.detail);
+    return false;
+  }
+  transition(ExchangeState::Responding);
+  relay_.head(metadata_.servedHead(), maskPatterns());
+  if (host_.closing()) {
+    return false;
+  }
+  const std::span<const char> body(served.body.data(), served.body.size());
+  record_.resp_bytes = body.size();
+  if (record_.hashing) {
+    EVP_DigestUpdate(record_.resp_hash.get(), body.data(), body.size());
+  }
+  relay_.body(body, body.size());
+  relay_.end();
+  return !host_.closing();
 }
 
 void Exchange::finish() {

@@ -22,6 +22,8 @@ enum class ExchangeState : std::uint8_t {
   SendingRequest,          // head written upstream; the body still flows; no answer yet
   AwaitingResponse,        // the request is complete upstream; no response head yet
   RespondingWhileSending,  // the response head went out before the request's end
+  HoldingResponse,         // a package's metadata: the 200's body is held whole, to be
+                           // filtered; nothing of it went to the client yet
   Responding,              // the request is complete; the response flows to the client
   FinishingRequest,        // the upstream's close ended the response; the request body is
                            // read to its end and dropped
@@ -37,8 +39,8 @@ inline constexpr TransitionTable kExchangeMachine{
     "exchange",
     std::to_array<std::string_view>({"Idle", "Deciding", "HoldingBody", "AwaitingUpstream",
                                      "SendingRequest", "AwaitingResponse", "RespondingWhileSending",
-                                     "Responding", "FinishingRequest", "Tunneling", "Complete",
-                                     "Denied", "Failed"}),
+                                     "HoldingResponse", "Responding", "FinishingRequest",
+                                     "Tunneling", "Complete", "Denied", "Failed"}),
     std::to_array<Transition<ExchangeState>>({
         {ExchangeState::Idle, ExchangeState::Deciding, "a request head, or a refused one"},
         {ExchangeState::Deciding, ExchangeState::HoldingBody,
@@ -74,7 +76,14 @@ inline constexpr TransitionTable kExchangeMachine{
          "the upstream failed before answering, or answered with a coding"},
         {ExchangeState::AwaitingResponse, ExchangeState::Tunneling,
          "101 to the WebSocket the rule allowed: its head went to the client"},
+        {ExchangeState::AwaitingResponse, ExchangeState::HoldingResponse,
+         "a 200 of package metadata sluice filters: its body is held"},
         {ExchangeState::AwaitingResponse, ExchangeState::Failed, "the connection closed"},
+        {ExchangeState::HoldingResponse, ExchangeState::Responding,
+         "filtered whole: the served document's head went to the client"},
+        {ExchangeState::HoldingResponse, ExchangeState::Denied,
+         "package_metadata_*, a version refused, the upstream failed, idle_timeout"},
+        {ExchangeState::HoldingResponse, ExchangeState::Failed, "the connection closed"},
         {ExchangeState::RespondingWhileSending, ExchangeState::Responding,
          "the request's end went upstream"},
         {ExchangeState::RespondingWhileSending, ExchangeState::FinishingRequest,
@@ -111,8 +120,8 @@ constexpr bool inFlight(ExchangeState s) {
 // Its request head went upstream and the response is not over: the upstream is being read.
 constexpr bool forwarding(ExchangeState s) {
   return s == ExchangeState::SendingRequest || s == ExchangeState::AwaitingResponse ||
-         s == ExchangeState::RespondingWhileSending || s == ExchangeState::Responding ||
-         s == ExchangeState::Tunneling;
+         s == ExchangeState::RespondingWhileSending || s == ExchangeState::HoldingResponse ||
+         s == ExchangeState::Responding || s == ExchangeState::Tunneling;
 }
 // The request's body (or, Tunneling, the client's side of the WebSocket) is still being read
 // from the client and forwarded (or dropped).
@@ -134,6 +143,7 @@ constexpr int readingClass(ExchangeState s) {
     case ExchangeState::FinishingRequest:
       return 4;  // the body, to drop it
     case ExchangeState::AwaitingResponse:
+    case ExchangeState::HoldingResponse:
     case ExchangeState::Responding:
       return 5;  // the upstream, and pipelined requests within a budget
     case ExchangeState::Tunneling:

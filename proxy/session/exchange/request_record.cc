@@ -1,5 +1,7 @@
 #include "proxy/session/exchange/request_record.h"
 
+#include <algorithm>
+
 #include <uv.h>
 
 #include "proxy/runtime/gateway_state.h"
@@ -120,8 +122,20 @@ void writeAuditRecord(RequestRecord& record, const ConnectionFacts& connection,
   r.denied_addrs = record.denied_addrs;
   if (const policy::PackageRequest& package = record.package.package;
       package.kind != policy::PackageRequestKind::None) {
-    r.package = audit::PackageFacts{package.ecosystem, package.kind, package.name,
-                                    package.version, record.package.advisory};
+    audit::PackageFacts& facts = r.package.emplace();
+    facts.ecosystem = package.ecosystem;
+    facts.kind = package.kind;
+    facts.name = package.name;
+    facts.version = package.version;
+    facts.advisory = record.package.advisory;
+    if (record.package.filtered) {
+      const auto& removed = record.package.removed;
+      facts.removed = removed.size();
+      facts.removed_listed_count = std::min(removed.size(), audit::kMaxRemovedListed);
+      for (std::size_t i = 0; i < facts.removed_listed_count; ++i) {
+        facts.removed_listed[i] = {removed[i].version, removed[i].reason, removed[i].advisory};
+      }
+    }
   }
   r.proto = record.proto;
   // Only what reached an upstream says how it was spoken to.

@@ -3,8 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include "proxy/http/head_writer.h"
-#include "proxy/session/exchange/denial.h"
 #include "proxy/runtime/generation.h"
+#include "proxy/session/exchange/denial.h"
 #include "proxy/session/exchange/request_target.h"
 #include "proxy/session/exchange/secret_mask.h"
 
@@ -80,6 +80,7 @@ bool Http1ServerCodec::wantsBytes() const {
       // The body (or the WebSocket's bytes) is read as fast as the upstream takes it.
       return !exchange_.upstreamBackedUp();
     case ExchangeState::AwaitingResponse:
+    case ExchangeState::HoldingResponse:
     case ExchangeState::Responding:
       // The request is complete. Reading goes on, so that the next request of a keep-alive
       // client does not cost two epoll_ctl calls to stop and restart, but only while little is
@@ -120,9 +121,8 @@ void Http1ServerCodec::process() {
       break;
     }
     if (event.kind == http::EventKind::Error) {
-      onBadRequest(event.error == http::ParseError::HeaderTooLarge
-                       ? policy::Reason::HeaderTooLarge
-                       : policy::Reason::BadRequest,
+      onBadRequest(event.error == http::ParseError::HeaderTooLarge ? policy::Reason::HeaderTooLarge
+                                                                   : policy::Reason::BadRequest,
                    event.detail);
       return;
     }
@@ -172,7 +172,7 @@ void Http1ServerCodec::onHead(const http::RequestHead& head) {
     case Admission::Admit:
       break;
     case Admission::Refuse:
-    case Admission::Shed:  // (not after a refusal: an HTTP/1.1 connection ends with it)
+    case Admission::Shed:        // (not after a refusal: an HTTP/1.1 connection ends with it)
       host_.finishConnection();  // (the sandbox is gone: nothing is answered)
       return;
     case Admission::AuditUnavailable:

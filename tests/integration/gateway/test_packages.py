@@ -8,7 +8,7 @@ allowed.test/npm/, PyPI at allowed.test/pypi/):
     (`package_denied`), on record, and the registry never sees the request;
   - `allow` serves only what it lists: a dependency it does not list fails the install;
   - a version an OSV advisory calls malicious is refused as a file (`package_malicious`, the
-    advisory's id in the body and the record), for npm's lockfile install and pip's direct URL;
+    advisory's id in the body and the record), for npm's and pip's direct URLs;
     `block: all` refuses what a non-malicious advisory names too;
   - a path in the registry's namespace that names no package sluice reads is refused
     (`package_unrecognized`) and never reaches the registry;
@@ -168,12 +168,14 @@ def curl_status(gw, reg, path):
 # --- advisories ------------------------------------------------------------------------------
 
 def test_a_malicious_version_is_refused_as_a_file(firewall, reg, scratch):
+    """A file a resolver never picked (a direct URL, a lockfile: docs/packages.md#the-decision)
+    is refused; resolution itself skips the version (test_package_metadata.py)."""
     advisories = os.path.join(scratch, "osv")
     osv(advisories, "MAL-2026-100", "npm", "lib-b", versions=["1.2.0"])
     osv(advisories, "MAL-2026-101", "PyPI", "Lib_B", versions=["1.2"])  # 1.2 == 1.2.0, PEP 440
     gw = firewall(packages={"advisories": [advisories]})
     mark = len(reg.access())
-    r, _ = npm(gw, reg, scratch, ["app-a"])
+    r, _ = npm(gw, reg, scratch, [reg.npm.tarball_url("lib-b", "1.2.0")])
     assert r.returncode != 0
     out = r.stdout + r.stderr
     # npm prints the status line (the reason); the advisory's id is in the body and the record.

@@ -56,6 +56,12 @@ const std::vector<Row> kRows = {
     {Reason::PackageDenied, "package_denied", 403, "http_request_denied", true},
     {Reason::PackageMalicious, "package_malicious", 403, "http_request_denied", true},
     {Reason::PackageUnrecognized, "package_unrecognized", 403, "http_request_denied", true},
+    // Metadata sluice must filter and cannot: the origin's fault (502), or the sandbox's share
+    // of memory (503). Not the rules: refused in report mode too (which holds no metadata).
+    {Reason::PackageMetadataInvalid, "package_metadata_invalid", 502, "http_protocol_error", false},
+    {Reason::PackageMetadataTooLarge, "package_metadata_too_large", 502, "http_response_body_size",
+     false},
+    {Reason::PackageMetadataBusy, "package_metadata_busy", 503, "proxy_internal_error", false},
 };
 
 TEST(Reason, Table) {

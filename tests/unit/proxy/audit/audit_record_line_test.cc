@@ -92,6 +92,16 @@ void digestField(JsonWriter& json, std::string_view name, bool present, const Sh
   }
 }
 
+// A removed version's text is written only when short and plain
+// (docs/audit.md#what-a-record-copies-from-the-sandbox-is-capped).
+constexpr std::string_view kVersionChars =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.+!_~-";
+constexpr std::string_view kAdvisoryChars =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-";
+bool recordable(std::string_view text, std::string_view chars) {
+  return !text.empty() && text.size() <= 128 && text.find_first_not_of(chars) == text.npos;
+}
+
 std::string referenceBody(const AuditRecord& r) {
   std::string out;
   JsonWriter json(out);
@@ -156,6 +166,24 @@ std::string referenceBody(const AuditRecord& r) {
     json.fieldOrNull("name", r.package->name);
     json.fieldOrNull("version", r.package->version);
     json.fieldOrNull("advisory", r.package->advisory);
+    if (r.package->removed) {
+      json.key("removed").beginObject();
+      json.field("count", static_cast<std::int64_t>(*r.package->removed));
+      json.key("versions").beginArray();
+      for (std::size_t i = 0; i < r.package->removed_listed_count; ++i) {
+        const RemovedVersionFacts& removed = r.package->removed_listed[i];
+        json.beginObject();
+        json.field("version", recordable(removed.version, kVersionChars) ? removed.version : "?");
+        json.field("reason", policy::reasonInfo(removed.reason).token);
+        json.fieldOrNull("advisory",
+                         recordable(removed.advisory, kAdvisoryChars) ? removed.advisory : "");
+        json.endObject();
+      }
+      json.endArray();
+      json.endObject();
+    } else {
+      json.fieldNull("removed");
+    }
     json.endObject();
   } else {
     json.fieldNull(field::kPackage);
@@ -322,11 +350,22 @@ AuditRecord record(std::size_t i, const std::string& s, Storage& storage) {
   r.error = static_cast<Error>(i % kErrorCount);
   if (i % 4 != 3) {
     // (Names and versions are checked before they are recorded; the writer escapes anyway.)
-    r.package = PackageFacts{static_cast<policy::Ecosystem>(i % 2),
-                             static_cast<policy::PackageRequestKind>(i % 5),
-                             i % 6 == 0 ? std::string_view(s) : std::string_view("@myorg/util"),
-                             i % 3 == 0 ? std::string_view() : std::string_view(s),
-                             i % 4 == 1 ? std::string_view("MAL-2025-1") : std::string_view()};
+    PackageFacts& package = r.package.emplace();
+    package.ecosystem = static_cast<policy::Ecosystem>(i % 2);
+    package.kind = static_cast<policy::PackageRequestKind>(i % 5);
+    package.name = i % 6 == 0 ? std::string_view(s) : std::string_view("@myorg/util");
+    package.version = i % 3 == 0 ? std::string_view() : std::string_view(s);
+    package.advisory = i % 4 == 1 ? std::string_view("MAL-2025-1") : std::string_view();
+    if (i % 5 != 0) {
+      // Filtered metadata: the origin's hostile version texts, none to all four listed.
+      package.removed = i % 7;
+      package.removed_listed_count = std::min<std::size_t>(i % 7, kMaxRemovedListed);
+      for (std::size_t k = 0; k < package.removed_listed_count; ++k) {
+        package.removed_listed[k] = {k % 2 == 0 ? std::string_view(s) : "1.0.0-beta.1+b",
+                                     static_cast<policy::Reason>((i + k) % policy::kReasonCount),
+                                     k % 3 == 0 ? std::string_view(s) : "MAL-2025-1"};
+      }
+    }
   }
   r.duration_ms = counts[(i + 3) % 5];
   return r;

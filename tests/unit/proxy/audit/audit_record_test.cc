@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -24,10 +26,10 @@ constexpr std::size_t kSniCap = 512;
 constexpr std::size_t kHostCap = 512;
 constexpr std::size_t kUrlCap = 4096;
 // Everything sluice writes itself, addrs empty; a package at its longest included.
-constexpr std::size_t kFixedMax = 1600;
-constexpr std::size_t kPerAddressMax = 48;  // 45 characters of IPv6 text, quotes, a comma
+constexpr std::size_t kFixedMax = 2944;
+constexpr std::size_t kPerAddressMax = 48;         // 45 characters of IPv6 text, quotes, a comma
 constexpr std::size_t kPerDeniedAddressMax = 128;  // {"ip","class","refused"}, a comma
-constexpr std::size_t kTruncatedMax = 120;  // ,"truncated":{4 fields with 20-digit lengths}
+constexpr std::size_t kTruncatedMax = 120;         // ,"truncated":{4 fields with 20-digit lengths}
 // The whole record (up to `,"chain"`; the chain member adds 77 bytes) without addresses.
 constexpr std::size_t kRecordMax =
     kFixedMax + kMethodCap + kSniCap + kHostCap + kUrlCap + kTruncatedMax;
@@ -375,7 +377,7 @@ AuditRecord longestFixedPart(std::vector<policy::IpAddress>& addrs, std::size_t 
   r.addrs = addrs;
   r.decision = policy::Verdict::Report;
   r.rule = rule;
-  r.reason = policy::Reason::TooManyConnections;  // the longest token
+  r.reason = policy::Reason::PackageMetadataTooLarge;  // the longest token
   r.status = 503;
   r.req_bytes = std::uint64_t{1} << 63;
   r.resp_bytes = std::uint64_t{1} << 63;
@@ -390,8 +392,18 @@ AuditRecord longestFixedPart(std::vector<policy::IpAddress>& addrs, std::size_t 
   static const std::string name(214, 'n');
   static const std::string version(128, 'v');
   static const std::string advisory(128, 'A');
-  r.package = PackageFacts{policy::Ecosystem::Pypi, policy::PackageRequestKind::VersionMetadata,
-                           name, version, advisory};
+  PackageFacts& package = r.package.emplace();
+  package.ecosystem = policy::Ecosystem::Pypi;
+  package.kind = policy::PackageRequestKind::VersionMetadata;
+  package.name = name;
+  package.version = version;
+  package.advisory = advisory;
+  // Filtered metadata, with every listed version at its longest.
+  r.package->removed = std::numeric_limits<std::int64_t>::max();
+  r.package->removed_listed_count = kMaxRemovedListed;
+  for (RemovedVersionFacts& removed : r.package->removed_listed) {
+    removed = {version, policy::Reason::PackageMetadataTooLarge, advisory};
+  }
   r.duration_ms = std::uint64_t{1} << 63;
   return r;
 }

@@ -1,0 +1,222 @@
+#include "proxy/runtime/package_metadata.h"
+
+#include "base/ascii.h"
+#include "proxy/packages/media_type.h"
+#include "proxy/packages/npm_packument_filter.h"
+#include "proxy/packages/pypi_simple_filter.h"
+#include "proxy/packages/version_order.h"
+
+namespace sluice::proxy {
+namespace {
+
+using policy::MetadataForm;
+using policy::Reason;
+
+constexpr std::string_view kNpmFull = "application/json";
+constexpr std::string_view kNpmAbbreviated = "application/vnd.npm.install-v1+json";
+constexpr std::string_view kSimpleJson = "application/vnd.pypi.simple.v1+json";
+constexpr std::string_view kSimpleHtmlV1 = "application/vnd.pypi.simple.v1+html";
+constexpr std::string_view kHtml = "text/html";
+
+// The policy's advisories on each version of one package: the first that `block` counts
+// refuses it (policy::judgePackageVersion's order; a name the lists refuse never gets here).
+class AdvisoryVersionJudge final : public packages::VersionJudge {
+ public:
+  AdvisoryVersionJudge(const policy::PackageSettings& settings,
+                       const packages::AdvisoryIndex* advisories,
+                       const policy::PackageRequest& package)
+      : malicious_only_(settings.block == policy::AdvisoryBlock::Malicious),
+        advisories_(advisories),
+        package_(package) {}
+
+  packages::VersionVerdict judge(std::string_view version,
+                                 std::optional<std::int64_t> /*published*/) const override {
+    if (advisories_ == nullptr) {
+      return {};
+    }
+    const std::optional<packages::AdvisoryMatch> match =
+        advisories_->find(package_.ecosystem, package_.name, version, malicious_only_);
+    if (!match) {
+      return {};
+    }
+    return {Reason::PackageMalicious, match->id};
+  }
+
+ private:
+  bool malicious_only_;
+  const packages::AdvisoryIndex* advisories_;
+  const policy::PackageRequest& package_;
+};
+
+bool isType(std::string_view type, std::string_view expected) {
+  return ascii::iequals(type, expected);
+}
+
+void refuseInvalid(const policy::PackageRequest& package, std::string_view what,
+                   std::string_view why, ServedMetadata& out) {
+  out.reason = Reason::PackageMetadataInvalid;
+  out.detail = "the origin's ";
+  out.detail += what;
+  out.detail += " of ";
+  out.detail += policy::toString(package.ecosystem);
+  out.detail += " package '";
+  out.detail += package.name;
+  out.detail += "' cannot be filtered: ";
+  out.detail += why;
+  out.detail += " (docs/packages.md#metadata)";
+}
+
+void refuseDocument(const policy::PackageRequest& package, std::string_view what,
+                    const packages::MetadataError& error, ServedMetadata& out) {
+  refuseInvalid(package, what, std::string(error.what) + " at byte " + std::to_string(error.offset),
+                out);
+}
+
+void refuseType(const policy::PackageRequest& package, std::string_view what, std::string_view type,
+                ServedMetadata& out) {
+  // The type is the origin's text: only a clean one is quoted.
+  const bool clean = type.size() <= 64 && ascii::isToken(type.substr(0, type.find('/'))) &&
+                     type.find('/') != std::string_view::npos &&
+                     ascii::isToken(type.substr(type.find('/') + 1));
+  refuseInvalid(package, what,
+                clean ? "it came as '" + std::string(type) + "', not a type of that document"
+                      : std::string("its Content-Type is not a type of that document"),
+                out);
+}
+
+constexpr packages::VersionOrder kOrder{&packages::compareVersions, &packages::isPrerelease};
+
+void serveNpm(const policy::PackageRequest& package, const packages::VersionJudge& judge,
+              std::string_view type, std::string& document, ServedMetadata& out) {
+  if (package.form == MetadataForm::NpmVersion) {
+    if (!isType(type, kNpmFull)) {
+      refuseType(package, "version document", type, out);
+      return;
+    }
+    auto judged = packages::judgeNpmVersionDocument(document, judge, std::nullopt);
+    if (!judged) {
+      refuseDocument(package, "version document", judged.error(), out);
+      return;
+    }
+    if (!judged->verdict.keeps()) {
+      out.reason = judged->verdict.reason;
+      out.advisory.assign(judged->verdict.advisory);
+      out.detail = "npm package '" + package.name + "' " + judged->version + " (the version '" +
+                   package.version + "' names) is named by advisory " + out.advisory;
+      return;
+    }
+    out.body = std::move(document);
+    out.content_type.assign(type);
+    return;
+  }
+  if (!isType(type, kNpmFull) && !isType(type, kNpmAbbreviated)) {
+    refuseType(package, "packument", type, out);
+    return;
+  }
+  auto filtered = packages::filterNpmPackument(document, judge, kOrder);
+  if (!filtered) {
+    refuseDocument(package, "packument", filtered.error(), out);
+    return;
+  }
+  out.body = std::move(filtered->json);
+  out.removed = std::move(filtered->removed);
+  out.content_type.assign(type);
+}
+
+void servePypiSimple(const policy::PackageRequest& package, const packages::VersionJudge& judge,
+                     std::string_view type, SimplePageForm form, std::string& document,
+                     ServedMetadata& out) {
+  if (isType(type, kHtml) || isType(type, kSimpleHtmlV1)) {
+    // An origin with no PEP 691 JSON: the page as it is, filtered with no upload times.
+    auto filtered = packages::filterSimpleHtml(document, package.name, judge);
+    if (!filtered) {
+      refuseDocument(package, "simple page", filtered.error(), out);
+      return;
+    }
+    out.body = std::move(filtered->body);
+    out.removed = std::move(filtered->removed);
+    out.content_type.assign(type);
+    return;
+  }
+  if (!isType(type, kSimpleJson)) {
+    refuseType(package, "simple page", type, out);
+    return;
+  }
+  auto filtered = packages::filterSimpleJson(document, package.name, judge, kOrder);
+  if (!filtered) {
+    refuseDocument(package, "simple page", filtered.error(), out);
+    return;
+  }
+  out.removed = std::move(filtered->removed);
+  if (form == SimplePageForm::Json) {
+    out.body = std::move(filtered->body);
+    out.content_type.assign(kSimpleJson);
+    return;
+  }
+  filtered->body.reserve(filtered->body.size() + packages::kMetadataPadding);
+  auto html = packages::renderSimpleHtml(filtered->body);
+  if (!html) {
+    refuseDocument(package, "simple page", html.error(), out);
+    return;
+  }
+  out.body = std::move(*html);
+  out.content_type = form == SimplePageForm::HtmlV1 ? std::string(kSimpleHtmlV1)
+                                                    : std::string("text/html; charset=utf-8");
+}
+
+}  // namespace
+
+void ServedMetadata::clear() {
+  reason = Reason::None;
+  detail.clear();
+  advisory.clear();
+  body.clear();
+  content_type.clear();
+  removed.clear();
+}
+
+bool filtersMetadata(const policy::Policy& policy, const packages::AdvisoryIndex* advisories,
+                     const policy::PackageRequest& package, std::string_view method) {
+  if (!policy.packages || method != "GET" || advisories == nullptr) {
+    return false;
+  }
+  const bool metadata = package.kind == policy::PackageRequestKind::Metadata ||
+                        (package.kind == policy::PackageRequestKind::VersionMetadata &&
+                         package.form == MetadataForm::NpmVersion);
+  return metadata && advisories->namesPackage(package.ecosystem, package.name);
+}
+
+SimplePageForm simplePageFormFor(std::string_view client_accept) {
+  if (packages::acceptListsMediaType(client_accept, kSimpleJson)) {
+    return SimplePageForm::Json;
+  }
+  return packages::acceptListsMediaType(client_accept, kSimpleHtmlV1) ? SimplePageForm::HtmlV1
+                                                                      : SimplePageForm::Html;
+}
+
+void serveFilteredMetadata(const policy::PackageSettings& settings,
+                           const packages::AdvisoryIndex* advisories,
+                           const policy::PackageRequest& package, std::string_view content_type,
+                           SimplePageForm form, std::string& document, ServedMetadata& out) {
+  out.clear();
+  const AdvisoryVersionJudge judge(settings, advisories, package);
+  const std::string_view type = packages::mediaTypeOf(content_type);
+  switch (package.form) {
+    case MetadataForm::NpmPackument:
+    case MetadataForm::NpmVersion:
+      serveNpm(package, judge, type, document, out);
+      return;
+    case MetadataForm::PypiSimple:
+      servePypiSimple(package, judge, type, form, document, out);
+      return;
+    case MetadataForm::PypiJson:
+    case MetadataForm::None:
+      refuseInvalid(package, "JSON API document",
+                    "sluice filters PyPI's simple index, not its JSON API, and an advisory names "
+                    "this package",
+                    out);
+      return;
+  }
+}
+
+}  // namespace sluice::proxy

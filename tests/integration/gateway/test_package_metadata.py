@@ -1,0 +1,273 @@
+"""Registry metadata filtered in the request path (docs/packages.md#metadata), with real npm and
+pip through sluice (only what `sluice env` prints) and curl, against the local registries of
+registry_server.py (npm at allowed.test/npm/, PyPI at allowed.test/pypi/):
+
+  - a version an OSV advisory calls malicious leaves the packument and the simple page, so npm
+    and pip resolve to the newest version left and the install succeeds; the record of the
+    document says what was removed and why;
+  - each form is filtered: npm's full and abbreviated packuments, PyPI's PEP 691 JSON and a PEP
+    503 page rendered for a client that asked for HTML; gzip'd or identity from the origin,
+    served identity with sluice's own length, type and Vary, and no validators of the origin's;
+  - the client's conditionals and ranges are not sent: it gets a whole filtered 200, never the
+    origin's 304 or 206;
+  - an origin that misbehaves (JSON cut short, a type that is not the document's, a document
+    over `max_metadata`) gets the client a 502 with the reason, never its bytes;
+  - the metadata of a package no advisory names is not held: it passes as the origin sent it;
+  - HTTP/2 clients get the same filtered document.
+"""
+import gzip
+import json
+import os
+
+import pytest
+
+import clients
+from gateway import Gateway, Runner
+import registry_clients as rc
+from registry_server import publish_standard, registry_rules, serve
+
+HOST = "allowed.test"
+NPM_ABBREVIATED = "application/vnd.npm.install-v1+json"
+SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
+
+
+def osv(directory, ident, ecosystem, name, versions):
+    os.makedirs(directory, exist_ok=True)
+    doc = {"id": ident, "modified": "2026-12-01T00:00:00Z", "summary": "test advisory",
+           "affected": [{"package": {"ecosystem": ecosystem, "name": name},
+                         "versions": list(versions)}]}
+    with open(os.path.join(directory, ident + ".json"), "w") as f:
+        json.dump(doc, f)
+
+
+@pytest.fixture(scope="module", params=["static", "off"])
+def reg(request, bed):
+    """The registries, gzip'd ("static": nginx serves the .gz beside each document) or not."""
+    with serve(bed, host=HOST, compression=request.param) as served:
+        publish_standard(served)
+        yield served
+
+
+@pytest.fixture
+def advisories(scratch):
+    """lib-b 1.2.0, the newest of both registries, is malicious."""
+    directory = os.path.join(scratch, "osv")
+    osv(directory, "MAL-2026-300", "npm", "lib-b", ["1.2.0"])
+    osv(directory, "MAL-2026-301", "PyPI", "lib-b", ["1.2.0"])
+    return directory
+
+
+@pytest.fixture
+def firewall(sluice_binary, bed, reg):
+    runners = []
+
+    def make(packages):
+        runner = Runner(sluice_binary, bed)
+        runners.append(runner)
+
+        def edit(config, workdir):
+            config["policies"]["bed"]["packages"] = packages
+        return Gateway(runner.start(rules=registry_rules(reg), edit=edit), bed)
+    yield make
+    for runner in runners:
+        runner.stop_all()
+
+
+def get(gw, reg, path, *headers, http2=False):
+    args = ["--path-as-is", "--http2" if http2 else "--http1.1"]
+    for h in headers:
+        args += ["-H", h]
+    return gw.curl(gw.url(HOST, path, port=reg.port), *args)
+
+
+def metadata_records(gw, name):
+    return [r for r in gw.audit.since(0)
+            if (r.get("package") or {}).get("kind") == "metadata"
+            and r["package"]["name"] == name]
+
+
+# --- resolution ------------------------------------------------------------------------------
+
+def test_npm_and_pip_resolve_past_a_malicious_version(firewall, reg, advisories, scratch):
+    gw = firewall({"advisories": [advisories]})
+    argv, project = rc.npm_install_argv(reg.npm.registry_url, ["app-a"], scratch)
+    r = rc.run(argv, scratch, env_lines=clients.env_lines(gw))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert rc.npm_installed(project) == {"app-a": "1.1.0", "lib-b": "1.1.0",
+                                         "@myorg/util": "1.0.1"}
+    target = os.path.join(scratch, "site")
+    r = rc.run(rc.pip_install_argv(reg.pypi.index_url, ["app-a"], target), scratch,
+               env_lines=clients.env_lines(gw))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert rc.pip_installed(target) == {"app-a": "1.1.0", "lib-b": "1.1.0"}
+    removed = {"count": 1, "versions": [{"version": "1.2.0", "reason": "package_malicious",
+                                         "advisory": None}]}
+    for ecosystem, advisory in (("npm", "MAL-2026-300"), ("pypi", "MAL-2026-301")):
+        records = [r for r in metadata_records(gw, "lib-b")
+                   if r["package"]["ecosystem"] == ecosystem]
+        assert records, ecosystem
+        removed["versions"][0]["advisory"] = advisory
+        for record in records:
+            assert record["status"] == 200 and record["decision"] == "allow", record
+            assert record["package"]["removed"] == removed, record
+    # Nothing an advisory names was filtered: app-a's documents pass as the origin sent them.
+    assert all(r["package"]["removed"] is None for r in metadata_records(gw, "app-a"))
+
+
+# --- the forms -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("accept", [None, NPM_ABBREVIATED])
+def test_both_npm_forms_are_filtered(firewall, reg, advisories, accept):
+    gw = firewall({"advisories": [advisories]})
+    headers = ["Accept-Encoding: gzip"] + (["Accept: " + accept] if accept else [])
+    r = get(gw, reg, reg.npm.packument_path("lib-b"), *headers)
+    assert r.http_code == 200, (r.http_code, r.body)
+    final = r.final
+    assert final.header("Content-Type").startswith(accept or "application/json")
+    assert final.header("Content-Encoding") is None and final.header("ETag") is None
+    assert final.header("Last-Modified") is None
+    assert final.header("Content-Length") == str(len(r.body))
+    assert final.header("Sluice-Removed") == "1"
+    assert final.header("Vary") == "Accept, Accept-Encoding"
+    doc = json.loads(r.body)
+    assert set(doc["versions"]) == {"1.0.0", "1.1.0", "2.0.0-beta.1"}
+    assert doc["dist-tags"] == {"latest": "1.1.0", "next": "2.0.0-beta.1"}
+    if accept is None:
+        assert "1.2.0" not in doc["time"] and "1.1.0" in doc["time"]
+    # What stays is the origin's bytes: the kept versions as it wrote them.
+    origin_full, origin_abbreviated = reg.npm.documents("lib-b")
+    origin = origin_abbreviated if accept else origin_full
+    assert doc["versions"]["1.1.0"] == origin["versions"]["1.1.0"]
+
+
+@pytest.mark.parametrize("accept,served_type", [
+    (SIMPLE_JSON, SIMPLE_JSON),
+    ("application/vnd.pypi.simple.v1+html", "application/vnd.pypi.simple.v1+html"),
+    ("text/html", "text/html"),
+    (None, "text/html")])
+def test_pypi_pages_are_filtered_in_the_form_the_client_asked_for(firewall, reg, advisories,
+                                                                  accept, served_type):
+    gw = firewall({"advisories": [advisories]})
+    mark = len(reg.access())
+    r = get(gw, reg, reg.pypi.project_path("lib-b"), *(["Accept: " + accept] if accept else []))
+    assert r.http_code == 200, (r.http_code, r.body)
+    assert r.final.header("Content-Type").startswith(served_type)
+    assert r.final.header("Sluice-Removed") == "1"
+    text = r.body.decode()
+    assert "lib_b-1.1.0-py3-none-any.whl" in text and "lib_b-1.0.0.tar.gz" in text
+    assert "1.2.0" not in text.replace("1.2.0-py3", "")  # (no file of 1.2.0 at all)
+    assert "lib_b-1.2.0" not in text
+    if served_type == SIMPLE_JSON:
+        doc = json.loads(text)
+        assert doc["versions"] == ["1.0.0", "1.1.0"]
+        assert all("upload-time" in f for f in doc["files"])
+    # sluice asked the origin for the JSON, which has upload times, whatever the client took.
+    asked = [e for e in reg.access()[mark:] if e["uri"].endswith("/simple/lib-b/")]
+    assert asked and all(e["accept"].startswith(SIMPLE_JSON) for e in asked), asked
+
+
+def test_a_page_that_is_not_its_type_is_refused(firewall, reg, advisories):
+    """HTML under PEP 691's JSON type: refused, not read as either."""
+    reg.pypi.replace_document("lib-b", reg.pypi.simple_html("lib-b").encode(), forms=("json",))
+    try:
+        gw = firewall({"advisories": [advisories]})
+        r = get(gw, reg, reg.pypi.project_path("lib-b"), "Accept: " + SIMPLE_JSON)
+        assert r.http_code == 502 and r.sluice_reason == "package_metadata_invalid", r.body
+        assert b"lib_b-1.2.0" not in r.body
+    finally:
+        reg.pypi.rewrite("lib-b")
+
+
+# --- what the client asks that would pass the filter by -------------------------------------
+
+def test_conditionals_and_ranges_get_a_whole_filtered_document(firewall, reg, advisories):
+    # The origin's validator, as a client that fetched the document before would have it.
+    unfiltered = get(firewall({"deny": ["nothing-here"]}), reg, reg.npm.packument_path("lib-b"))
+    etag = unfiltered.final.header("ETag")
+    assert etag and "1.2.0" in json.loads(unfiltered.body)["versions"]
+    gw = firewall({"advisories": [advisories]})
+    for header in ("If-None-Match: " + etag, "If-Modified-Since: Wed, 01 Jan 2098 00:00:00 GMT",
+                   "Range: bytes=0-99"):
+        r = get(gw, reg, reg.npm.packument_path("lib-b"), header)
+        assert r.http_code == 200, (header, r.http_code)
+        assert "1.2.0" not in json.loads(r.body)["versions"], header
+
+
+# --- misbehaving origins ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["truncated", "not_json", "trailing"])
+def test_a_document_the_filter_cannot_read_is_refused(firewall, reg, advisories, case):
+    full, _ = reg.npm.documents("lib-b")
+    text = json.dumps(full).encode()
+    data = {"truncated": text[:len(text) // 2], "not_json": b"<html>hello</html>",
+            "trailing": text + b"{}"}[case]
+    reg.npm.replace_document("lib-b", data)
+    try:
+        gw = firewall({"advisories": [advisories]})
+        r = get(gw, reg, reg.npm.packument_path("lib-b"))
+        assert r.http_code == 502 and r.sluice_reason == "package_metadata_invalid", r.body
+        assert b"1.2.0" not in r.body
+        record = metadata_records(gw, "lib-b")[-1]
+        assert record["reason"] == "package_metadata_invalid" and record["status"] == 502
+    finally:
+        reg.npm.rewrite("lib-b")
+
+
+def test_a_document_over_max_metadata_is_refused(firewall, reg, advisories):
+    full, _ = reg.npm.documents("lib-b")
+    full["readme"] = "x" * (3 << 20)  # 3 MiB, over a 1 MiB max_metadata
+    reg.npm.replace_document("lib-b", json.dumps(full).encode())
+    try:
+        gw = firewall({"advisories": [advisories], "max_metadata": "1MiB"})
+        r = get(gw, reg, reg.npm.packument_path("lib-b"), "Accept-Encoding: gzip")
+        assert r.http_code == 502 and r.sluice_reason == "package_metadata_too_large", r.body
+        # The same document under a larger bound is served, filtered.
+        gw = firewall({"advisories": [advisories], "max_metadata": "8MiB"})
+        r = get(gw, reg, reg.npm.packument_path("lib-b"))
+        assert r.http_code == 200 and "1.2.0" not in json.loads(r.body)["versions"]
+    finally:
+        reg.npm.rewrite("lib-b")
+
+
+def test_a_gzip_bomb_is_refused_at_the_bound(firewall, reg, advisories):
+    """A small gzip'd body that inflates past max_metadata: sluice stops at the bound."""
+    bomb = gzip.compress(b'{"name":"lib-b","readme":"' + b"a" * (64 << 20) + b'"}')
+    assert len(bomb) < 100_000
+    gz = reg.npm._document_file("lib-b", False) + ".gz"
+    saved = open(gz, "rb").read()
+    with open(gz, "wb") as f:
+        f.write(bomb)
+    try:
+        gw = firewall({"advisories": [advisories], "max_metadata": "2MiB"})
+        r = get(gw, reg, reg.npm.packument_path("lib-b"), "Accept-Encoding: gzip")
+        if reg.server.compression == "off":
+            assert r.http_code == 200  # nginx never served the .gz: the real document
+        else:
+            assert r.http_code == 502 and r.sluice_reason == "package_metadata_too_large"
+    finally:
+        with open(gz, "wb") as f:
+            f.write(saved)
+
+
+# --- what is not held ------------------------------------------------------------------------
+
+def test_metadata_no_advisory_names_passes_as_sent(firewall, reg, advisories):
+    gw = firewall({"advisories": [advisories]})
+    r = get(gw, reg, reg.npm.packument_path("app-a"))
+    assert r.http_code == 200
+    assert r.final.header("Sluice-Removed") is None and r.final.header("ETag") is not None
+    full, _ = reg.npm.documents("app-a")
+    assert json.loads(r.body) == full
+
+
+def test_http2_clients_get_the_filtered_document(firewall, reg, advisories):
+    gw = firewall({"advisories": [advisories]})
+    for path in (reg.npm.packument_path("lib-b"), reg.pypi.project_path("lib-b")):
+        r = get(gw, reg, path, "Accept: " + (SIMPLE_JSON if "simple" in path else "*/*"),
+                http2=True)
+        assert r.http_code == 200, (path, r.http_code, r.body)
+        assert r.final.header("sluice-removed") == "1", r.blocks
+        assert int(r.final.header("content-length")) == len(r.body)
+    records = metadata_records(gw, "lib-b")
+    assert len(records) == 2 and all(rec["proto"] == "h2" for rec in records), records
+    assert all(rec["resp_bytes"] > 0 for rec in records)

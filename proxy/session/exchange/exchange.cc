@@ -42,6 +42,10 @@ bool Exchange::transition(ExchangeState next) {
   if (next == ExchangeState::Complete || next == ExchangeState::Denied ||
       next == ExchangeState::Failed) {
     releaseSlot();  // its upstream is parked, pooled or closed: no longer its own
+    // A held document's memory and its charge to the sandbox go back now, not when the object
+    // is reused (an HTTP/2 codec keeps finished streams' exchanges): what was served of it is
+    // the client's transport's copy by now.
+    metadata_.reset();
   }
   return true;
 }

@@ -123,7 +123,7 @@ class Exchange final : private ConnectorClient, private UpstreamEvents, private 
   // (A filtered document's bytes were never the origin's to count: its window reopened as
   // they were held.)
   void onResponseTaken(std::size_t bytes) {
-    if (!metadata_.planned()) {
+    if (!metadata_.replacesOriginBody()) {
       channel_->bodyTaken(bytes);
     }
   }

@@ -379,7 +379,18 @@ bool Exchange::serveHeldMetadata() {
   if (record_.hashing) {
     EVP_DigestUpdate(record_.resp_hash.get(), body.data(), body.size());
   }
-  relay_.body(body, body.size());
+  // All but its last byte as ordinary body bytes, then the byte that completes the response: a
+  // connection gathers a response's completing bytes until its callback ends, which suits a
+  // read's worth, not a document of many MiB.
+  if (body.size() > 1) {
+    relay_.body(body.first(body.size() - 1), body.size() - 1);
+  }
+  if (!body.empty() && !host_.closing()) {
+    relay_.body(body.last(1), body.size());
+  }
+  if (host_.closing()) {
+    return false;
+  }
   relay_.end();
   return !host_.closing();
 }

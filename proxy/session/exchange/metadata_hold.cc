@@ -54,6 +54,7 @@ void MetadataHold::reset() {
   sandbox_held_ = nullptr;
   planned_ = false;
   holding_ = false;
+  replaced_ = false;
   inflater_.reset();
   // A document's memory is given back, not kept for the next request: metadata is rare among
   // a connection's requests and may be tens of MiB.
@@ -114,6 +115,7 @@ policy::Reason MetadataHold::holdHead(const http::ResponseHead& head, std::strin
   content_type_.assign(head.headers.find("Content-Type").value_or(std::string_view()));
   inflater_.emplace(coding, static_cast<std::size_t>(max_document_), document_);
   holding_ = true;
+  replaced_ = true;
   return policy::Reason::None;
 }
 

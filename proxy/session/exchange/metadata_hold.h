@@ -52,6 +52,9 @@ class MetadataHold {
   // cannot read).
   policy::Reason holdHead(const http::ResponseHead& head, std::string& detail);
   bool holding() const { return holding_; }
+  // The origin's body was held (and then served filtered, or refused): none of its bytes are
+  // the client's to take, so the client's taking them reopens no origin window.
+  bool replacesOriginBody() const { return replaced_; }
   // Body bytes as they come: None, or why the document is refused (too large, busy, a bad
   // coding); `detail` then says so.
   policy::Reason feed(std::span<const char> data, std::string& detail);
@@ -70,6 +73,7 @@ class MetadataHold {
 
   bool planned_ = false;
   bool holding_ = false;
+  bool replaced_ = false;
   policy::PackageRequest package_;
   SimplePageForm form_ = SimplePageForm::Html;
   std::uint64_t max_document_ = 0;

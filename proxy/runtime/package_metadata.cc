@@ -16,6 +16,8 @@ constexpr std::string_view kNpmFull = "application/json";
 constexpr std::string_view kNpmAbbreviated = "application/vnd.npm.install-v1+json";
 constexpr std::string_view kSimpleJson = "application/vnd.pypi.simple.v1+json";
 constexpr std::string_view kSimpleHtmlV1 = "application/vnd.pypi.simple.v1+html";
+// PEP 691's alias for the newest version of the JSON form, which v1 is.
+constexpr std::string_view kSimpleJsonLatest = "application/vnd.pypi.simple.latest+json";
 constexpr std::string_view kHtml = "text/html";
 
 // The policy's advisories on each version of one package: the first that `block` counts
@@ -86,8 +88,11 @@ void refuseType(const policy::PackageRequest& package, std::string_view what, st
 
 constexpr packages::VersionOrder kOrder{&packages::compareVersions, &packages::isPrerelease};
 
+// `content_type`: the origin's whole value, served again as it was (its parameters, a charset,
+// kept); `type` its media type.
 void serveNpm(const policy::PackageRequest& package, const packages::VersionJudge& judge,
-              std::string_view type, std::string& document, ServedMetadata& out) {
+              std::string_view content_type, std::string_view type, std::string& document,
+              ServedMetadata& out) {
   if (package.form == MetadataForm::NpmVersion) {
     if (!isType(type, kNpmFull)) {
       refuseType(package, "version document", type, out);
@@ -106,7 +111,7 @@ void serveNpm(const policy::PackageRequest& package, const packages::VersionJudg
       return;
     }
     out.body = std::move(document);
-    out.content_type.assign(type);
+    out.content_type.assign(content_type);
     return;
   }
   if (!isType(type, kNpmFull) && !isType(type, kNpmAbbreviated)) {
@@ -120,12 +125,12 @@ void serveNpm(const policy::PackageRequest& package, const packages::VersionJudg
   }
   out.body = std::move(filtered->json);
   out.removed = std::move(filtered->removed);
-  out.content_type.assign(type);
+  out.content_type.assign(content_type);
 }
 
 void servePypiSimple(const policy::PackageRequest& package, const packages::VersionJudge& judge,
-                     std::string_view type, SimplePageForm form, std::string& document,
-                     ServedMetadata& out) {
+                     std::string_view content_type, std::string_view type, SimplePageForm form,
+                     std::string& document, ServedMetadata& out) {
   if (isType(type, kHtml) || isType(type, kSimpleHtmlV1)) {
     // An origin with no PEP 691 JSON: the page as it is, filtered with no upload times.
     auto filtered = packages::filterSimpleHtml(document, package.name, judge);
@@ -135,7 +140,7 @@ void servePypiSimple(const policy::PackageRequest& package, const packages::Vers
     }
     out.body = std::move(filtered->body);
     out.removed = std::move(filtered->removed);
-    out.content_type.assign(type);
+    out.content_type.assign(content_type);
     return;
   }
   if (!isType(type, kSimpleJson)) {
@@ -187,7 +192,8 @@ bool filtersMetadata(const policy::Policy& policy, const packages::AdvisoryIndex
 }
 
 SimplePageForm simplePageFormFor(std::string_view client_accept) {
-  if (packages::acceptListsMediaType(client_accept, kSimpleJson)) {
+  if (packages::acceptListsMediaType(client_accept, kSimpleJson) ||
+      packages::acceptListsMediaType(client_accept, kSimpleJsonLatest)) {
     return SimplePageForm::Json;
   }
   return packages::acceptListsMediaType(client_accept, kSimpleHtmlV1) ? SimplePageForm::HtmlV1
@@ -204,10 +210,10 @@ void serveFilteredMetadata(const policy::PackageSettings& settings,
   switch (package.form) {
     case MetadataForm::NpmPackument:
     case MetadataForm::NpmVersion:
-      serveNpm(package, judge, type, document, out);
+      serveNpm(package, judge, content_type, type, document, out);
       return;
     case MetadataForm::PypiSimple:
-      servePypiSimple(package, judge, type, form, document, out);
+      servePypiSimple(package, judge, content_type, type, form, document, out);
       return;
     case MetadataForm::PypiJson:
     case MetadataForm::None:

@@ -25,7 +25,8 @@ bool filtersMetadata(const policy::Policy& policy, const packages::AdvisoryIndex
                      const policy::PackageRequest& package, std::string_view method);
 
 // The form a PyPI client is served a simple page in, from its Accept: PEP 691 JSON when it
-// lists `application/vnd.pypi.simple.v1+json`, else PEP 503 HTML, under the type it named.
+// lists `application/vnd.pypi.simple.v1+json` (or the `latest+json` alias), else PEP 503 HTML,
+// under the type it named.
 enum class SimplePageForm : std::uint8_t { Json, HtmlV1, Html };
 SimplePageForm simplePageFormFor(std::string_view client_accept);
 // What sluice asks a PyPI origin for in the client's place: JSON first, which carries upload
@@ -50,7 +51,8 @@ struct ServedMetadata {
 // `package`, for a client served `form` (PyPI). `document` is padded in place for the
 // filters and restored; reserve size() + packages::kMetadataPadding to spare a copy.
 //   - npm packument (`application/json` or `application/vnd.npm.install-v1+json`): versions
-//     an advisory blocks removed (npm_packument_filter.h), served under the origin's type.
+//     an advisory blocks removed (npm_packument_filter.h), served under the origin's
+//     Content-Type (as it was, parameters included).
 //   - npm version document (`application/json`): served as it is, or refused with the reason
 //     of the version it names (a dist-tag resolves to a blocked version: package_malicious).
 //   - PyPI simple page: JSON filtered and served as JSON or rendered as HTML; an HTML page

@@ -191,6 +191,40 @@ TEST(HeadWriter, WrittenHeadParsesBackToTheSameRequest) {
   EXPECT_EQ(again.head().headers.find("X-B").value_or(""), "two words");
 }
 
+// An `extra` field with an empty value only removes the client's field of that name (in any
+// spelling the drop table reads as it) and is itself written nowhere; a non-empty one replaces
+// it: how registry metadata is asked for whole and readable (docs/packages.md#metadata).
+TEST(HeadWriter, AnEmptyExtraValueRemovesTheClientsFieldAndWritesNothing) {
+  ParsedRequest r(
+      "GET /left-pad HTTP/1.1\r\nHost: a\r\nIf-None-Match: \"abc\"\r\nAccept: */*\r\n"
+      "range: bytes=0-9\r\nIf_Modified_Since: Mon, 01 Jan 2024 00:00:00 GMT\r\n"
+      "Accept-Encoding: br\r\nX-Kept: 1\r\n\r\n");
+  const std::vector<HeaderField> extra = {{"Accept-Encoding", "gzip"},
+                                          {"If-None-Match", ""},
+                                          {"If-Modified-Since", ""},
+                                          {"If-Range", ""},  // the client sent none
+                                          {"Range", ""}};
+  EXPECT_EQ(requestHead(r.head(), "a", extra),
+            "GET /left-pad HTTP/1.1\r\nHost: a\r\nAccept: */*\r\nX-Kept: 1\r\n"
+            "Accept-Encoding: gzip\r\n\r\n");
+
+  // HTTP/2 builds its fields from the same visit.
+  struct Collected final : ForwardedFieldVisitor {
+    void field(std::string_view name, std::string_view value, bool configured) override {
+      fields.push_back(std::string(name) + "=" + std::string(value) + (configured ? "!" : ""));
+    }
+    std::vector<std::string> fields;
+  } collected;
+  visitForwardedFields(r.head(), extra, collected);
+  EXPECT_EQ(collected.fields,
+            (std::vector<std::string>{"Accept=*/*", "X-Kept=1", "Accept-Encoding=gzip!"}));
+
+  // Without `extra`, every one of the client's fields passes.
+  Collected untouched;
+  visitForwardedFields(r.head(), {}, untouched);
+  EXPECT_EQ(untouched.fields.size(), 6u);
+}
+
 // --- Responses -------------------------------------------------------------------------------
 
 TEST(HeadWriter, ResponseKeepsEndToEndFieldsAndRewritesFraming) {

@@ -37,11 +37,11 @@ TEST(MediaTypeOf, IsTheTypeWithoutParametersOrWhitespace) {
       {"text/html;", "text/html"},
       {"Application/JSON", "Application/JSON"},  // case kept: compared with iequals
       {"application/vnd.npm.install-v1+json; q=1.0", "application/vnd.npm.install-v1+json"},
-      {"texthtml", ""},                   // no slash: no type
-      {"texthtml; boundary=a/b", ""},     // a slash in a parameter is none of the type's
-      {";charset=utf-8", ""},             // parameters only
-      {"   ", ""},                        // whitespace only
-      {"", ""},                           // no Content-Type at all
+      {"texthtml", ""},                            // no slash: no type
+      {"texthtml; boundary=a/b", ""},              // a slash in a parameter is none of the type's
+      {";charset=utf-8", ""},                      // parameters only
+      {"   ", ""},                                 // whitespace only
+      {"", ""},                                    // no Content-Type at all
       {"text/html\x01junk", "text/html\x01junk"},  // returned as is; callers check tokens
   };
   for (const auto& c : cases) {
@@ -130,10 +130,9 @@ TEST(FieldLists, ElementsAndWeights) {
     std::string_view text;
     int thousandths;
   } weights[] = {
-      {"0", 0},     {"0.", 0},     {"0.5", 500},   {"0.001", 1},    {"0.123", 123},
-      {"1", 1000},  {"1.", 1000},  {"1.000", 1000}, {"1.001", -1},  {"0.0001", -1},
-      {"2", -1},    {"", -1},      {".5", -1},      {"0,5", -1},    {"0.5a", -1},
-      {"01", -1},   {"-0", -1},    {" 0", -1},
+      {"0", 0},     {"0.", 0},       {"0.5", 500},  {"0.001", 1},   {"0.123", 123}, {"1", 1000},
+      {"1.", 1000}, {"1.000", 1000}, {"1.001", -1}, {"0.0001", -1}, {"2", -1},      {"", -1},
+      {".5", -1},   {"0,5", -1},     {"0.5a", -1},  {"01", -1},     {"-0", -1},     {" 0", -1},
   };
   for (const auto& w : weights) {
     EXPECT_EQ(field_lists::parseQvalue(w.text), w.thousandths) << '"' << w.text << '"';

@@ -101,12 +101,31 @@ std::optional<RegistrySettings> readRegistry(YamlWalker& walker, const YamlValue
 }
 
 std::optional<PackageSettings> readPackageSettings(YamlWalker& walker, const YamlValue& value) {
-  MapReader map(walker, value, {"deny", "allow", "advisories", "block", "max_metadata"});
+  MapReader map(walker, value,
+                {"min_age", "exempt", "deny", "allow", "advisories", "block", "max_metadata"});
   if (!map.isMap()) {
     return std::nullopt;
   }
   const std::size_t errors = walker.errorCount();
   PackageSettings settings;
+  map.read("min_age", [&](const YamlValue& v) {
+    if (!v.node.IsScalar()) {
+      walker.error(v.mark, "an age is a scalar, e.g. 7d");
+      return;
+    }
+    auto age = parseAge(v.node.Scalar());
+    if (!age) {
+      walker.error(v.mark, age.error());
+    } else if (age->count() <= 0 || *age > PackageSettings::kMaxMinAge) {
+      walker.error(v.mark, "must be greater than 0 and at most 3650d");
+    } else {
+      settings.min_age = *age;
+    }
+  });
+  readPatterns(walker, map, "exempt", settings.exempt);
+  if (!settings.exempt.empty() && settings.min_age.count() == 0 && walker.errorCount() == errors) {
+    walker.error(map.find("exempt")->key_mark, "exempt is from min_age; set one");
+  }
   readPatterns(walker, map, "deny", settings.deny);
   readPatterns(walker, map, "allow", settings.allow);
   map.read("advisories", [&](const YamlValue& v) {

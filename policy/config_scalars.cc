@@ -95,6 +95,34 @@ Result<std::uint64_t, std::string> parseDecimal(std::string_view text) {
   return value;
 }
 
+Result<std::chrono::milliseconds, std::string> parseAge(std::string_view text) {
+  const SplitNumber split = splitNumber(text);
+  std::uint64_t factor = 0;
+  if (split.rest == "h") {
+    factor = 60 * 60 * 1000;
+  } else if (split.rest == "d") {
+    factor = 24 * 60 * 60 * 1000;
+  } else {
+    auto short_one = parseDuration(text);
+    if (!short_one) {
+      return Err{quoteForMessage(text) +
+                 " is not an age: write a whole number and ms, s, m, h or d, e.g. 12h or 7d"};
+    }
+    return short_one;
+  }
+  constexpr auto kMax =
+      static_cast<std::uint64_t>(std::numeric_limits<std::chrono::milliseconds::rep>::max());
+  std::uint64_t number = 0;
+  std::uint64_t ms = 0;
+  if (!isPlainDecimal(split.digits) || !decimalValue(split.digits, &number) ||
+      !scaled(number, factor, kMax, &ms)) {
+    return Err{quoteForMessage(text) +
+               " is not an age: write a whole number and ms, s, m, h or "
+               "d, e.g. 12h or 7d"};
+  }
+  return std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(ms));
+}
+
 Result<std::chrono::milliseconds, std::string> parseDuration(std::string_view text) {
   const SplitNumber split = splitNumber(text);
   std::uint64_t factor = 0;

@@ -23,6 +23,9 @@ Result<std::uint64_t, std::string> parseDecimal(std::string_view text);
 // ^(0|[1-9][0-9]*)(ms|s|m)$: "500ms", "2s", "1m". A bare number is an error (is "2" seconds
 // or milliseconds?), as are fractions, signs and other units.
 Result<std::chrono::milliseconds, std::string> parseDuration(std::string_view text);
+// A duration as parseDuration reads it, or in hours and days too ("12h", "7d"): ages, which are
+// counted in days (docs/packages.md#settings).
+Result<std::chrono::milliseconds, std::string> parseAge(std::string_view text);
 
 // ^(0|[1-9][0-9]*)(B|KiB|MiB|GiB)?$ in bytes; a bare number is bytes. Units are binary and
 // case-sensitive ("64kb" is refused rather than guessed).

@@ -2,6 +2,7 @@
 // A policy's `packages` map (docs/packages.md#settings): which package versions the registries
 // its rules name (a rule's `registry`) may serve. Part of the immutable Config.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +23,10 @@ struct PackageSettings {
   // against the config file's directory by the loader). Read by proxy/runtime at each load.
   std::vector<std::string> advisories;
   AdvisoryBlock block = AdvisoryBlock::Malicious;
+  // Versions published less recently than this are hidden from metadata and their files refused
+  // (package_too_new), but for `exempt` names; 0: no age rule.
+  std::chrono::milliseconds min_age{0};
+  std::vector<PackagePattern> exempt;
   // The largest metadata document (decoded) held whole for filtering: larger ones are refused
   // (package_metadata_too_large), never passed on unfiltered. A sandbox holds at most
   // kMetadataDocumentsHeld of them at once across its connections (package_metadata_busy).
@@ -31,6 +36,7 @@ struct PackageSettings {
   static constexpr std::uint64_t kMinMaxMetadata = 1ULL << 20;
   static constexpr std::uint64_t kMaxMaxMetadata = 1ULL << 30;
   static constexpr std::uint64_t kMetadataDocumentsHeld = 4;
+  static constexpr std::chrono::milliseconds kMaxMinAge{3650LL * 24 * 60 * 60 * 1000};
 };
 
 // A rule that allows a registry (its `registry`): whose URL shapes its requests follow, and

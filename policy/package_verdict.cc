@@ -40,4 +40,17 @@ PackageRefusal judgePackageVersion(const PackageSettings& settings, Ecosystem ec
   return {};
 }
 
+bool ageRuleApplies(const PackageSettings& settings, Ecosystem ecosystem, std::string_view name) {
+  return settings.min_age.count() > 0 && listed(settings.exempt, ecosystem, name) == nullptr;
+}
+
+bool tooNew(const PackageSettings& settings, std::optional<std::int64_t> published_ms,
+            std::int64_t now_ms) {
+  if (settings.min_age.count() <= 0) {
+    return false;
+  }
+  // An unknown age is not an old one; a time in the future (a clock ahead of ours) is new.
+  return !published_ms || *published_ms > now_ms - settings.min_age.count();
+}
+
 }  // namespace sluice::policy

@@ -2,6 +2,8 @@
 // The package firewall's decision (docs/packages.md#the-decision): a pure function of a
 // policy's `packages` and the facts proxy/ gathered about one package, or one version of it.
 
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -36,5 +38,13 @@ PackageRefusal judgePackageName(const PackageSettings& settings, Ecosystem ecosy
 // advisory id says what kind it is.)
 PackageRefusal judgePackageVersion(const PackageSettings& settings, Ecosystem ecosystem,
                                    std::string_view name, std::span<const AdvisoryHit> advisories);
+
+// The age rule (docs/packages.md#settings): whether it applies to `name` (a `min_age`, and no
+// `exempt` entry lists the name), and whether a version published at `published_ms` (ms since
+// the Unix epoch; nullopt: sluice does not know when) is younger than `min_age` at `now_ms`:
+// package_too_new. An unknown time is too new: an unknown age is not an old one.
+bool ageRuleApplies(const PackageSettings& settings, Ecosystem ecosystem, std::string_view name);
+bool tooNew(const PackageSettings& settings, std::optional<std::int64_t> published_ms,
+            std::int64_t now_ms);
 
 }  // namespace sluice::policy

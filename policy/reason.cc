@@ -45,9 +45,10 @@ constexpr std::array<ReasonInfo, kReasonCount> kReasons = {{
     {"package_denied", 403, "http_request_denied"},             //
     {"package_malicious", 403, "http_request_denied"},          //
     {"package_unrecognized", 403, "http_request_denied"},       //
+    {"package_too_new", 403, "http_request_denied"},            //
     {"package_metadata_invalid", 502, "http_protocol_error"},   //
     {"package_metadata_too_large", 502, "http_response_body_size"},
-    {"package_metadata_busy", 503, "proxy_internal_error"},     //
+    {"package_metadata_busy", 503, "proxy_internal_error"},  //
 }};
 
 }  // namespace
@@ -74,6 +75,7 @@ bool isPolicyReason(Reason r) {
     case Reason::PackageDenied:
     case Reason::PackageMalicious:
     case Reason::PackageUnrecognized:
+    case Reason::PackageTooNew:
       return true;
     default:
       return false;

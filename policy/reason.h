@@ -49,6 +49,9 @@ enum class Reason : std::uint8_t {
   // A request in a registry's namespace that names a package in no shape sluice reads
   // (docs/packages.md#requests): the registry might serve a package sluice did not judge.
   PackageUnrecognized,
+  // A version younger than the policy's `packages.min_age`, or whose publish time sluice does
+  // not know (docs/packages.md#the-decision).
+  PackageTooNew,
   // A registry's metadata that sluice must filter (docs/packages.md#metadata) and cannot: it
   // is not the format sluice reads, it is larger than the policy's `max_metadata`, or the
   // sandbox already has as much held for filtering as it may. Never passed on unfiltered. Not

@@ -36,6 +36,7 @@
 #include "proxy/runtime/file_identity.h"
 #include "proxy/runtime/origin_protocols.h"
 #include "proxy/runtime/package_advisories.h"
+#include "proxy/runtime/publish_times.h"
 #include "proxy/runtime/secret_values.h"
 
 namespace sluice::proxy {
@@ -74,6 +75,9 @@ struct SandboxRuntime {
   // policy's max_metadata, else package_metadata_busy.
   std::shared_ptr<std::atomic<std::size_t>> metadata_held =
       std::make_shared<std::atomic<std::size_t>>(0);
+  // The publish times its filtered metadata gave, for the age rule on its files
+  // (docs/packages.md#the-decision).
+  std::shared_ptr<PublishTimes> publish_times = std::make_shared<PublishTimes>();
   // What its origins chose when offered h2, for every worker: a burst of its requests to one
   // waits for one dial unless it answers HTTP/1.1 (OriginProtocols).
   OriginProtocols origin_protocols;

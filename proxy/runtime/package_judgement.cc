@@ -78,4 +78,37 @@ void judgePackageRequest(const policy::Policy& policy, const policy::Rule& rule,
   }
 }
 
+void judgePackageAge(const policy::PackageSettings& settings, const PublishTimes* known,
+                     std::int64_t now_ms, PackageJudgement& out) {
+  const policy::PackageRequest& package = out.package;
+  if (package.version.empty() ||
+      !policy::ageRuleApplies(settings, package.ecosystem, package.name)) {
+    return;
+  }
+  const std::optional<std::int64_t> published =
+      known != nullptr ? known->find(package.ecosystem, package.name, package.version)
+                       : std::nullopt;
+  if (!policy::tooNew(settings, published, now_ms)) {
+    return;
+  }
+  out.reason = policy::Reason::PackageTooNew;
+  appendPackage(out.detail, package);
+  const std::int64_t days = settings.min_age.count() / (24 * 60 * 60 * 1000);
+  const std::string age = days > 0 && settings.min_age.count() % (24 * 60 * 60 * 1000) == 0
+                              ? std::to_string(days) + "d"
+                              : std::to_string(settings.min_age.count()) + "ms";
+  if (published) {
+    const std::int64_t hours = (now_ms - *published) / (60 * 60 * 1000);
+    out.detail += " was published " + std::to_string(hours < 0 ? 0 : hours) +
+                  " hours ago, less than packages.min_age (" + age + ")";
+  } else {
+    // A file carries no time: sluice knows one from the package's metadata it filtered for
+    // this sandbox (docs/packages.md#the-decision).
+    out.detail +=
+        " has no publish time sluice knows (its metadata was not fetched through "
+        "sluice first), and packages.min_age (" +
+        age + ") applies to it";
+  }
+}
+
 }  // namespace sluice::proxy

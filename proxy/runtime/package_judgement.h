@@ -12,6 +12,7 @@
 #include "policy/reason.h"
 #include "proxy/packages/advisory.h"
 #include "proxy/packages/version_judge.h"
+#include "proxy/runtime/publish_times.h"
 
 namespace sluice::proxy {
 
@@ -33,5 +34,12 @@ struct PackageJudgement {
 void judgePackageRequest(const policy::Policy& policy, const policy::Rule& rule,
                          const packages::AdvisoryIndex* advisories, std::string_view method,
                          std::string_view target, PackageJudgement& out);
+
+// The age rule on a request judgePackageRequest served that names one version and carries no
+// time of its own (a file, a PyPI version document): package_too_new when `min_age` applies to
+// the name and the version is younger, or its publish time is not in `known` (the times the
+// sandbox's filtered metadata gave; null: none known). Sets `out`'s reason and detail.
+void judgePackageAge(const policy::PackageSettings& settings, const PublishTimes* known,
+                     std::int64_t now_ms, PackageJudgement& out);
 
 }  // namespace sluice::proxy

@@ -1,6 +1,9 @@
 #include "proxy/runtime/package_metadata.h"
 
+#include <algorithm>
+
 #include "base/ascii.h"
+#include "policy/package_verdict.h"
 #include "proxy/packages/media_type.h"
 #include "proxy/packages/npm_packument_filter.h"
 #include "proxy/packages/pypi_simple_filter.h"
@@ -20,35 +23,63 @@ constexpr std::string_view kSimpleHtmlV1 = "application/vnd.pypi.simple.v1+html"
 constexpr std::string_view kSimpleJsonLatest = "application/vnd.pypi.simple.latest+json";
 constexpr std::string_view kHtml = "text/html";
 
-// The policy's advisories on each version of one package: the first that `block` counts
-// refuses it (policy::judgePackageVersion's order; a name the lists refuse never gets here).
-class AdvisoryVersionJudge final : public packages::VersionJudge {
+// The policy's advisories and age rule on each version of one package: the first advisory
+// that `block` counts refuses it (policy::judgePackageVersion's order; a name the lists refuse
+// never gets here), then its age. A version the metadata gives no time for is looked for in
+// what the sandbox learned before (`known`), and every time the document gives is kept for it.
+class PolicyVersionJudge final : public packages::VersionJudge {
  public:
-  AdvisoryVersionJudge(const policy::PackageSettings& settings,
-                       const packages::AdvisoryIndex* advisories,
-                       const policy::PackageRequest& package)
-      : malicious_only_(settings.block == policy::AdvisoryBlock::Malicious),
-        advisories_(advisories),
-        package_(package) {}
+  PolicyVersionJudge(const policy::PackageSettings& settings, const MetadataFacts& facts,
+                     const policy::PackageRequest& package)
+      : settings_(settings),
+        facts_(facts),
+        package_(package),
+        malicious_only_(settings.block == policy::AdvisoryBlock::Malicious),
+        age_applies_(policy::ageRuleApplies(settings, package.ecosystem, package.name)) {}
 
   packages::VersionVerdict judge(std::string_view version,
-                                 std::optional<std::int64_t> /*published*/) const override {
-    if (advisories_ == nullptr) {
+                                 std::optional<std::int64_t> published) const override {
+    if (published) {
+      learned_.emplace_back(std::string(version), *published);
+    }
+    if (facts_.advisories != nullptr) {
+      if (const std::optional<packages::AdvisoryMatch> match = facts_.advisories->find(
+              package_.ecosystem, package_.name, version, malicious_only_)) {
+        return {Reason::PackageMalicious, match->id};
+      }
+    }
+    if (!age_applies_) {
       return {};
     }
-    const std::optional<packages::AdvisoryMatch> match =
-        advisories_->find(package_.ecosystem, package_.name, version, malicious_only_);
-    if (!match) {
-      return {};
+    if (!published && facts_.known != nullptr) {
+      published = facts_.known->find(package_.ecosystem, package_.name, version);
     }
-    return {Reason::PackageMalicious, match->id};
+    if (policy::tooNew(settings_, published, facts_.now_ms)) {
+      return {Reason::PackageTooNew, {}};
+    }
+    return {};
   }
 
+  std::vector<std::pair<std::string, std::int64_t>>& learned() const { return learned_; }
+
  private:
-  bool malicious_only_;
-  const packages::AdvisoryIndex* advisories_;
+  const policy::PackageSettings& settings_;
+  const MetadataFacts& facts_;
   const policy::PackageRequest& package_;
+  bool malicious_only_;
+  bool age_applies_;
+  mutable std::vector<std::pair<std::string, std::int64_t>> learned_;
 };
+
+// A version the origin wrote, as a refusal's words show it: the origin's text, so only a short
+// one of a version's characters is shown as it is.
+std::string shownVersion(std::string_view version) {
+  const bool plain = !version.empty() && version.size() <= 128 &&
+                     std::all_of(version.begin(), version.end(), [](char c) {
+                       return ascii::isAlnum(c) || c == '.' || c == '+' || c == '-' || c == '_';
+                     });
+  return plain ? std::string(version) : std::string("(a version of unusual spelling)");
+}
 
 bool isType(std::string_view type, std::string_view expected) {
   return ascii::iequals(type, expected);
@@ -106,8 +137,11 @@ void serveNpm(const policy::PackageRequest& package, const packages::VersionJudg
     if (!judged->verdict.keeps()) {
       out.reason = judged->verdict.reason;
       out.advisory.assign(judged->verdict.advisory);
-      out.detail = "npm package '" + package.name + "' " + judged->version + " (the version '" +
-                   package.version + "' names) is named by advisory " + out.advisory;
+      out.detail = "npm package '" + package.name + "' " + shownVersion(judged->version) +
+                   " (the version '" + package.version + "' names) ";
+      out.detail += out.reason == Reason::PackageTooNew
+                        ? "is younger than packages.min_age, or sluice does not know its age"
+                        : "is named by advisory " + out.advisory;
       return;
     }
     out.body = std::move(document);
@@ -178,17 +212,20 @@ void ServedMetadata::clear() {
   body.clear();
   content_type.clear();
   removed.clear();
+  published.clear();
 }
 
 bool filtersMetadata(const policy::Policy& policy, const packages::AdvisoryIndex* advisories,
                      const policy::PackageRequest& package, std::string_view method) {
-  if (!policy.packages || method != "GET" || advisories == nullptr) {
+  if (!policy.packages || method != "GET") {
     return false;
   }
   const bool metadata = package.kind == policy::PackageRequestKind::Metadata ||
                         (package.kind == policy::PackageRequestKind::VersionMetadata &&
                          package.form == MetadataForm::NpmVersion);
-  return metadata && advisories->namesPackage(package.ecosystem, package.name);
+  return metadata &&
+         ((advisories != nullptr && advisories->namesPackage(package.ecosystem, package.name)) ||
+          policy::ageRuleApplies(*policy.packages, package.ecosystem, package.name));
 }
 
 SimplePageForm simplePageFormFor(std::string_view client_accept) {
@@ -200,12 +237,17 @@ SimplePageForm simplePageFormFor(std::string_view client_accept) {
                                                                       : SimplePageForm::Html;
 }
 
-void serveFilteredMetadata(const policy::PackageSettings& settings,
-                           const packages::AdvisoryIndex* advisories,
+void serveFilteredMetadata(const policy::PackageSettings& settings, const MetadataFacts& facts,
                            const policy::PackageRequest& package, std::string_view content_type,
                            SimplePageForm form, std::string& document, ServedMetadata& out) {
   out.clear();
-  const AdvisoryVersionJudge judge(settings, advisories, package);
+  const PolicyVersionJudge judge(settings, facts, package);
+  // (The times go back to the caller whatever became of the document: they are the origin's.)
+  struct Learned {
+    const PolicyVersionJudge& judge;
+    ServedMetadata& out;
+    ~Learned() { out.published = std::move(judge.learned()); }
+  } learned{judge, out};
   const std::string_view type = packages::mediaTypeOf(content_type);
   switch (package.form) {
     case MetadataForm::NpmPackument:

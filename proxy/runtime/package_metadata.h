@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "policy/config.h"
@@ -13,14 +14,15 @@
 #include "policy/reason.h"
 #include "proxy/packages/advisory.h"
 #include "proxy/packages/version_judge.h"
+#include "proxy/runtime/publish_times.h"
 
 namespace sluice::proxy {
 
 // Whether the answer to `package` (a request of a registry rule that was judged and is served)
 // is held and filtered: a GET of an npm packument or version document, or of a PyPI simple
 // page or JSON API document, of a policy with `packages`, for a package one of its advisories
-// names. Nothing else can lose a version: a name that `deny` or `allow` refuses is refused
-// before any upstream is asked, and every version of a package no advisory names is served.
+// names or the age rule applies to. Nothing else can lose a version: a name that `deny` or
+// `allow` refuses is refused before any upstream is asked.
 bool filtersMetadata(const policy::Policy& policy, const packages::AdvisoryIndex* advisories,
                      const policy::PackageRequest& package, std::string_view method);
 
@@ -35,6 +37,15 @@ inline constexpr std::string_view kSimplePageAccept =
     "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.1, "
     "text/html;q=0.01";
 
+// What the filters judge with besides the policy: its advisories (or null), the time now, and
+// the publish times the sandbox learned before (or null), for a version the document gives no
+// time for.
+struct MetadataFacts {
+  const packages::AdvisoryIndex* advisories = nullptr;
+  std::int64_t now_ms = 0;  // ms since the Unix epoch
+  const PublishTimes* known = nullptr;
+};
+
 // What the client gets in place of the origin's 200: the filtered document, or a refusal.
 struct ServedMetadata {
   policy::Reason reason = policy::Reason::None;  // None: serve `body` as `content_type`
@@ -43,6 +54,8 @@ struct ServedMetadata {
   std::string body;
   std::string content_type;
   std::vector<packages::RemovedVersion> removed;  // in the document's order
+  // Each version the document gave a publish time for, with it: for PublishTimes::learn.
+  std::vector<std::pair<std::string, std::int64_t>> published;
 
   void clear();
 };
@@ -60,8 +73,7 @@ struct ServedMetadata {
 //   - PyPI JSON API: refused (package_metadata_invalid): sluice reads no filter for it yet, and
 //     an advisory names the package.
 // Any other type, or a document the filter refuses, is package_metadata_invalid.
-void serveFilteredMetadata(const policy::PackageSettings& settings,
-                           const packages::AdvisoryIndex* advisories,
+void serveFilteredMetadata(const policy::PackageSettings& settings, const MetadataFacts& facts,
                            const policy::PackageRequest& package, std::string_view content_type,
                            SimplePageForm form, std::string& document, ServedMetadata& out);
 

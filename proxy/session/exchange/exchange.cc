@@ -7,6 +7,7 @@
 
 #include <charconv>
 
+#include "policy/package_verdict.h"
 #include "policy/secret_use.h"
 #include "proxy/runtime/gateway_state.h"
 #include "proxy/runtime/generation.h"
@@ -240,16 +241,25 @@ bool Exchange::refusePackage(policy::Decision& d) {
   judgePackageRequest(*sandbox().policy, *d.rule, host_.sandboxView().advisories, record_.method,
                       record_.origin_target, judged);
   const bool report = sandbox().mode == policy::SandboxMode::Report;
+  const bool filters = filtersMetadata(*sandbox().policy, host_.sandboxView().advisories,
+                                       judged.package, record_.method);
+  if (judged.reason == policy::Reason::None && !filters && sandbox().policy->packages) {
+    // A version with no time of its own: the age rule reads what the sandbox's metadata said.
+    judgePackageAge(*sandbox().policy->packages, host_.runtime().publish_times.get(), unixTimeMs(),
+                    judged);
+  }
   if (judged.reason == policy::Reason::None) {
     // Report mode forwards metadata as the origin sent it: nothing is held.
-    const packages::AdvisoryIndex* advisories = host_.sandboxView().advisories;
-    if (!report && filtersMetadata(*sandbox().policy, advisories, judged.package, record_.method)) {
+    if (!report && filters) {
       if (framing_ != http::BodyFraming::None) {
         deny(policy::Reason::BadRequest, "a GET of a package's metadata carries a body");
         return true;
       }
-      metadata_.plan(judged.package, head_->headers.find("Accept").value_or(""),
-                     sandbox().policy->packages->max_metadata, host_.runtime().metadata_held.get());
+      const policy::PackageSettings& settings = *sandbox().policy->packages;
+      metadata_.plan(
+          judged.package, head_->headers.find("Accept").value_or(""), settings.max_metadata,
+          host_.runtime().metadata_held.get(),
+          policy::ageRuleApplies(settings, judged.package.ecosystem, judged.package.name));
     }
     return false;
   }

@@ -360,8 +360,10 @@ void Exchange::onResponseEndedByClose() {
 // hashed as the bytes the client got (docs/audit.md). The trailers of the origin's are not
 // its: none are sent.
 bool Exchange::serveHeldMetadata() {
-  const ServedMetadata& served =
-      metadata_.finish(*sandbox().policy->packages, host_.sandboxView().advisories);
+  PublishTimes& known = *host_.runtime().publish_times;
+  const MetadataFacts facts{host_.sandboxView().advisories, unixTimeMs(), &known};
+  const ServedMetadata& served = metadata_.finish(*sandbox().policy->packages, facts);
+  known.learn(record_.package.package.ecosystem, record_.package.package.name, served.published);
   record_.package.filtered = true;
   record_.package.removed = served.removed;
   if (served.reason != policy::Reason::None) {

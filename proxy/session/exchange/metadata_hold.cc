@@ -64,7 +64,8 @@ void MetadataHold::reset() {
 }
 
 void MetadataHold::plan(const policy::PackageRequest& package, std::string_view client_accept,
-                        std::uint64_t max_document, std::atomic<std::size_t>* sandbox_held) {
+                        std::uint64_t max_document, std::atomic<std::size_t>* sandbox_held,
+                        bool needs_times) {
   reset();
   planned_ = true;
   package_ = package;
@@ -72,6 +73,7 @@ void MetadataHold::plan(const policy::PackageRequest& package, std::string_view 
                                                            : SimplePageForm::Html;
   max_document_ = max_document;
   sandbox_held_ = sandbox_held;
+  needs_times_ = needs_times;
 }
 
 void MetadataHold::requestFields(std::vector<http::HeaderField>& fields) const {
@@ -89,6 +91,8 @@ void MetadataHold::requestFields(std::vector<http::HeaderField>& fields) const {
   }
   if (package_.form == policy::MetadataForm::PypiSimple) {
     fields.push_back({"Accept", kSimplePageAccept});
+  } else if (package_.form == policy::MetadataForm::NpmPackument && needs_times_) {
+    fields.push_back({"Accept", "application/json"});  // the abbreviated form has no `time`
   }
 }
 
@@ -156,7 +160,7 @@ policy::Reason MetadataHold::charge(std::size_t bytes, std::string& detail) {
 }
 
 const ServedMetadata& MetadataHold::finish(const policy::PackageSettings& settings,
-                                           const packages::AdvisoryIndex* advisories) {
+                                           const MetadataFacts& facts) {
   served_.clear();
   const packages::InflateResult result = inflater_->finish();
   inflater_.reset();
@@ -168,7 +172,7 @@ const ServedMetadata& MetadataHold::finish(const policy::PackageSettings& settin
     return served_;
   }
   document_.reserve(document_.size() + packages::kMetadataPadding);
-  serveFilteredMetadata(settings, advisories, package_, content_type_, form_, document_, served_);
+  serveFilteredMetadata(settings, facts, package_, content_type_, form_, document_, served_);
   return served_;
 }
 

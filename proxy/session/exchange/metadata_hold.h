@@ -38,8 +38,11 @@ class MetadataHold {
   // Each request: whether its answer is held (filtersMetadata), the form a PyPI client is
   // served, the bound of one document and the sandbox's count it is charged to.
   void reset();
+  // `needs_times`: the age rule applies, so an npm packument is asked for in its full form,
+  // the one with `time` (the client's Accept for a packument takes it: npm's lists it).
   void plan(const policy::PackageRequest& package, std::string_view client_accept,
-            std::uint64_t max_document, std::atomic<std::size_t>* sandbox_held);
+            std::uint64_t max_document, std::atomic<std::size_t>* sandbox_held,
+            bool needs_times = false);
   bool planned() const { return planned_; }
 
   // The fields sluice writes in place of the client's (an empty value drops the client's
@@ -60,8 +63,7 @@ class MetadataHold {
   policy::Reason feed(std::span<const char> data, std::string& detail);
   // The body is whole: decoded to its end, then filtered. What is served (valid until the
   // next reset): the document, or the refusal.
-  const ServedMetadata& finish(const policy::PackageSettings& settings,
-                               const packages::AdvisoryIndex* advisories);
+  const ServedMetadata& finish(const policy::PackageSettings& settings, const MetadataFacts& facts);
   // The head sent with the served document (valid until the next reset): the origin's fields
   // less those that describe its body (length, coding, type, validators, digests, ranges,
   // Vary), then sluice's type, `Vary: Accept, Accept-Encoding` and `Sluice-Removed` (the
@@ -76,6 +78,7 @@ class MetadataHold {
   bool replaced_ = false;
   policy::PackageRequest package_;
   SimplePageForm form_ = SimplePageForm::Html;
+  bool needs_times_ = false;
   std::uint64_t max_document_ = 0;
   std::atomic<std::size_t>* sandbox_held_ = nullptr;
   std::size_t charged_ = 0;

@@ -13,7 +13,10 @@ registry_server.py (npm at allowed.test/npm/, PyPI at allowed.test/pypi/):
   - an origin that misbehaves (JSON cut short, a type that is not the document's, a document
     over `max_metadata`) gets the client a 502 with the reason, never its bytes;
   - the metadata of a package no advisory names is not held: it passes as the origin sent it;
-  - HTTP/2 clients get the same filtered document.
+  - HTTP/2 clients get the same filtered document;
+  - with a minimum age, npm and pip install the newest versions old enough (npm's packument is
+    asked for in its full form, which has `time`), `exempt` names are not held to it, and a too
+    new file is refused (`package_too_new`) whatever asks for it.
 """
 import gzip
 import json
@@ -24,7 +27,8 @@ import pytest
 import clients
 from gateway import Gateway, Runner
 import registry_clients as rc
-from registry_server import publish_standard, registry_rules, serve
+from registry_server import (STANDARD_NPM_OLDER_THAN_7D, STANDARD_PYPI_OLDER_THAN_7D,
+                             publish_standard, registry_rules, serve)
 
 HOST = "allowed.test"
 NPM_ABBREVIATED = "application/vnd.npm.install-v1+json"
@@ -271,3 +275,62 @@ def test_http2_clients_get_the_filtered_document(firewall, reg, advisories):
     records = metadata_records(gw, "lib-b")
     assert len(records) == 2 and all(rec["proto"] == "h2" for rec in records), records
     assert all(rec["resp_bytes"] > 0 for rec in records)
+
+
+# --- the age rule ----------------------------------------------------------------------------
+
+def test_a_minimum_age_makes_npm_and_pip_install_older_versions(firewall, reg, scratch):
+    gw = firewall({"min_age": "7d"})
+    mark = len(reg.access())
+    argv, project = rc.npm_install_argv(reg.npm.registry_url, ["app-a"], scratch)
+    r = rc.run(argv, scratch, env_lines=clients.env_lines(gw))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert rc.npm_installed(project) == STANDARD_NPM_OLDER_THAN_7D
+    target = os.path.join(scratch, "site")
+    r = rc.run(rc.pip_install_argv(reg.pypi.index_url, ["app-a"], target), scratch,
+               env_lines=clients.env_lines(gw))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert rc.pip_installed(target) == STANDARD_PYPI_OLDER_THAN_7D
+    # npm asked for the abbreviated form; sluice asked the origin for the one with `time`.
+    packuments = [e for e in reg.access()[mark:] if e["uri"] == reg.npm.packument_path("lib-b")]
+    assert packuments and all(e["accept"] == "application/json" for e in packuments), packuments
+    record = [r for r in metadata_records(gw, "lib-b") if r["package"]["ecosystem"] == "npm"][0]
+    assert record["package"]["removed"]["count"] == 2  # 1.2.0 (1 h), 2.0.0-beta.1 (3 h)
+    assert {v["reason"] for v in record["package"]["removed"]["versions"]} == {"package_too_new"}
+
+
+def test_exempt_names_are_not_held_to_the_age(firewall, reg, scratch):
+    gw = firewall({"min_age": "7d", "exempt": ["@myorg/*"]})
+    argv, project = rc.npm_install_argv(reg.npm.registry_url, ["@myorg/util"], scratch)
+    r = rc.run(argv, scratch, env_lines=clients.env_lines(gw))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert rc.npm_installed(project) == {"@myorg/util": "1.0.1"}  # 30 minutes old
+
+
+def test_a_too_new_file_is_refused_whatever_asks_for_it(firewall, reg, scratch):
+    """A lockfile or a URL skips the metadata: the file is refused, with the age sluice learned
+    from the metadata, or because it learned none (docs/packages.md#the-decision)."""
+    gw = firewall({"min_age": "7d"})
+    tarball = reg.npm.tarball_path("lib-b", "1.2.0")
+    # Never seen: no publish time known.
+    status = get(gw, reg, tarball)
+    assert status.http_code == 403 and status.sluice_reason == "package_too_new"
+    assert b"no publish time" in status.body, status.body
+    # Once the metadata went through sluice, the time it gave.
+    assert get(gw, reg, reg.npm.packument_path("lib-b")).http_code == 200
+    status = get(gw, reg, tarball)
+    assert status.http_code == 403 and b"was published 1 hours ago" in status.body, status.body
+    assert get(gw, reg, reg.npm.tarball_path("lib-b", "1.1.0")).http_code == 200
+    # npm given the URL, pip given the wheel's: each fails with the reason.
+    argv, _ = rc.npm_install_argv(reg.npm.registry_url, [reg.npm.tarball_url("lib-b", "1.2.0")],
+                                  scratch)
+    r = rc.run(argv, scratch, env_lines=clients.env_lines(gw))
+    assert r.returncode != 0 and "package_too_new" in r.stdout + r.stderr, r.stdout + r.stderr
+    target = os.path.join(scratch, "site")
+    r = rc.run(rc.pip_install_argv(reg.pypi.index_url,
+                                   [reg.pypi.file_url("lib-b", "1.2.0", "wheel")], target),
+               scratch, env_lines=clients.env_lines(gw))
+    assert r.returncode != 0 and "package_too_new" in r.stdout + r.stderr, r.stdout + r.stderr
+    refused = [rec for rec in gw.audit.since(0) if rec["reason"] == "package_too_new"]
+    assert refused and all(rec["status"] == 403 and rec["package"]["kind"] == "file"
+                           for rec in refused)

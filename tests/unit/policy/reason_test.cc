@@ -56,6 +56,7 @@ const std::vector<Row> kRows = {
     {Reason::PackageDenied, "package_denied", 403, "http_request_denied", true},
     {Reason::PackageMalicious, "package_malicious", 403, "http_request_denied", true},
     {Reason::PackageUnrecognized, "package_unrecognized", 403, "http_request_denied", true},
+    {Reason::PackageTooNew, "package_too_new", 403, "http_request_denied", true},
     // Metadata sluice must filter and cannot: the origin's fault (502), or the sandbox's share
     // of memory (503). Not the rules: refused in report mode too (which holds no metadata).
     {Reason::PackageMetadataInvalid, "package_metadata_invalid", 502, "http_protocol_error", false},

@@ -106,7 +106,8 @@ ServedMetadata serve(const policy::PackageRequest& package, std::string_view con
   std::string doc = document(text);
   ServedMetadata out;
   out.detail = "stale";  // cleared by the call
-  serveFilteredMetadata(settings, &advisories(), package, content_type, form, doc, out);
+  serveFilteredMetadata(settings, MetadataFacts{&advisories(), 0, nullptr}, package, content_type,
+                        form, doc, out);
   return out;
 }
 
@@ -245,8 +246,8 @@ TEST(ServeFilteredMetadata, WithoutAdvisoriesNothingIsRemoved) {
   policy::PackageSettings settings;
   std::string doc = document(packument());
   ServedMetadata out;
-  serveFilteredMetadata(settings, nullptr, request(Ecosystem::Npm, "/left-pad"), "application/json",
-                        SimplePageForm::Json, doc, out);
+  serveFilteredMetadata(settings, MetadataFacts{}, request(Ecosystem::Npm, "/left-pad"),
+                        "application/json", SimplePageForm::Json, doc, out);
   ASSERT_EQ(out.reason, Reason::None) << out.detail;
   EXPECT_TRUE(out.removed.empty());
   EXPECT_NE(out.body.find(manifest("1.2.0")), std::string::npos);
@@ -417,8 +418,8 @@ TEST(ServeFilteredMetadata, AMalformedDocumentIsRefusedWithWhereItBroke) {
     policy::PackageSettings settings;
     std::string doc = document(c.text);
     ServedMetadata out;
-    serveFilteredMetadata(settings, &advisories(), package, c.content_type, SimplePageForm::Json,
-                          doc, out);
+    serveFilteredMetadata(settings, MetadataFacts{&advisories(), 0, nullptr}, package,
+                          c.content_type, SimplePageForm::Json, doc, out);
     EXPECT_EQ(out.reason, Reason::PackageMetadataInvalid) << c.text;
     EXPECT_NE(out.detail.find("at byte"), std::string::npos) << out.detail;
     EXPECT_NE(out.detail.find("cannot be filtered"), std::string::npos) << out.detail;
@@ -431,12 +432,14 @@ TEST(ServeFilteredMetadata, EachCallStartsFromNothing) {
   ServedMetadata out;
   policy::PackageSettings settings;
   std::string doc = document(packument());
-  serveFilteredMetadata(settings, &advisories(), request(Ecosystem::Npm, "/left-pad"),
-                        "application/json", SimplePageForm::Json, doc, out);
+  serveFilteredMetadata(settings, MetadataFacts{&advisories(), 0, nullptr},
+                        request(Ecosystem::Npm, "/left-pad"), "application/json",
+                        SimplePageForm::Json, doc, out);
   ASSERT_EQ(out.removed.size(), 1u);
   std::string refused = document(manifest("1.2.0"));
-  serveFilteredMetadata(settings, &advisories(), request(Ecosystem::Npm, "/left-pad/latest"),
-                        "application/json", SimplePageForm::Json, refused, out);
+  serveFilteredMetadata(settings, MetadataFacts{&advisories(), 0, nullptr},
+                        request(Ecosystem::Npm, "/left-pad/latest"), "application/json",
+                        SimplePageForm::Json, refused, out);
   EXPECT_EQ(out.reason, Reason::PackageMalicious);
   EXPECT_TRUE(out.removed.empty());
   EXPECT_TRUE(out.body.empty());

@@ -345,7 +345,8 @@ TEST(MetadataHold, AGzipBodyIsChargedByItsInflatedSize) {
   EXPECT_EQ(feed(hold, std::string_view(body).substr(0, half), detail), Reason::None) << detail;
   EXPECT_EQ(feed(hold, std::string_view(body).substr(half), detail), Reason::None) << detail;
   EXPECT_EQ(held.load(), plain.size());
-  const ServedMetadata& served = hold.finish(policy::PackageSettings{}, &advisories());
+  const ServedMetadata& served =
+      hold.finish(policy::PackageSettings{}, MetadataFacts{&advisories(), 0, nullptr});
   EXPECT_EQ(served.reason, Reason::None) << served.detail;
   EXPECT_EQ(held.load(), plain.size());  // held until the exchange is over
   hold.reset();
@@ -378,7 +379,8 @@ TEST(MetadataHold, ServesTheFilteredDocumentWithAHeadOfSluices) {
   ASSERT_EQ(hold.holdHead(origin, detail), Reason::None) << detail;
   ASSERT_TRUE(hold.holding());
   ASSERT_EQ(feed(hold, body, detail), Reason::None) << detail;
-  const ServedMetadata& served = hold.finish(policy::PackageSettings{}, &advisories());
+  const ServedMetadata& served =
+      hold.finish(policy::PackageSettings{}, MetadataFacts{&advisories(), 0, nullptr});
   ASSERT_EQ(served.reason, Reason::None) << served.detail;
   EXPECT_FALSE(hold.holding());
   EXPECT_TRUE(hold.replacesOriginBody());  // none of the origin's bytes are the client's
@@ -443,7 +445,8 @@ TEST(MetadataHold, APypiPageIsServedInTheClientsForm) {
                             detail),
               Reason::None);
     ASSERT_EQ(feed(hold, json, detail), Reason::None);
-    const ServedMetadata& served = hold.finish(policy::PackageSettings{}, &advisories());
+    const ServedMetadata& served =
+        hold.finish(policy::PackageSettings{}, MetadataFacts{&advisories(), 0, nullptr});
     ASSERT_EQ(served.reason, Reason::None) << served.detail;
     EXPECT_EQ(served.body.find("foo_bar-2.0"), std::string::npos) << served.body;
     const http::ResponseHead& head = hold.servedHead();
@@ -460,7 +463,8 @@ TEST(MetadataHold, ABodyThatDoesNotDecodeIsInvalid) {
     MetadataHold hold;
     startHolding(hold, nullptr, "/left-pad", "gzip");
     EXPECT_EQ(feed(hold, std::string_view(body).substr(0, body.size() - 4), detail), Reason::None);
-    const ServedMetadata& served = hold.finish(policy::PackageSettings{}, &advisories());
+    const ServedMetadata& served =
+        hold.finish(policy::PackageSettings{}, MetadataFacts{&advisories(), 0, nullptr});
     EXPECT_EQ(served.reason, Reason::PackageMetadataInvalid);
     EXPECT_NE(served.detail.find("does not decode"), std::string::npos) << served.detail;
     EXPECT_TRUE(served.body.empty());
@@ -477,8 +481,9 @@ TEST(MetadataHold, ABodyThatDoesNotDecodeIsInvalid) {
     MetadataHold hold;
     startHolding(hold, nullptr);
     EXPECT_EQ(feed(hold, "{\"versions\":", detail), Reason::None);
-    EXPECT_EQ(hold.finish(policy::PackageSettings{}, &advisories()).reason,
-              Reason::PackageMetadataInvalid);
+    EXPECT_EQ(
+        hold.finish(policy::PackageSettings{}, MetadataFacts{&advisories(), 0, nullptr}).reason,
+        Reason::PackageMetadataInvalid);
   }
 }
 
@@ -493,7 +498,8 @@ TEST(MetadataHold, AVersionDocumentIsRefusedOrServedWithNothingRemoved) {
     std::string detail;
     const std::string doc = manifest(c.version);
     ASSERT_EQ(feed(hold, doc, detail), Reason::None);
-    const ServedMetadata& served = hold.finish(policy::PackageSettings{}, &advisories());
+    const ServedMetadata& served =
+        hold.finish(policy::PackageSettings{}, MetadataFacts{&advisories(), 0, nullptr});
     EXPECT_EQ(served.reason, c.reason) << c.version;
     if (c.reason == Reason::None) {
       EXPECT_EQ(served.body, doc);

@@ -1,0 +1,51 @@
+#pragma once
+// When each package version was published, as the registry's own metadata said
+// (docs/packages.md#the-decision): learned while sluice filters a sandbox's metadata with a
+// minimum age, and read when the sandbox then asks for a version's file, which carries no time
+// of its own. Shared by the sandbox's connections on every worker (a mutex: a lookup or an
+// insert is a hash-map operation, a batch per filtered document).
+//
+// Bounds: at most kGeneration entries in each of two generations; when the current one is
+// full it becomes the previous one and the one before is dropped, so an entry lives at least
+// until kGeneration newer ones were learned (a resolver fetches a package's metadata moments
+// before its files). A key is the ecosystem, the normal name and the version's order key
+// (version_order.h: "1.0" and "1.0.0" are one PyPI version), each bounded by what the recogniser
+// and the filters accept.
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "policy/package_name.h"
+
+namespace sluice::proxy {
+
+// The age rule's now: wall time in ms since the Unix epoch, as the registries write their times.
+std::int64_t unixTimeMs();
+
+class PublishTimes {
+ public:
+  static constexpr std::size_t kGeneration = 1 << 17;
+
+  // One document's versions with their publish times (ms since the Unix epoch).
+  void learn(policy::Ecosystem ecosystem, std::string_view name,
+             std::span<const std::pair<std::string, std::int64_t>> versions);
+  std::optional<std::int64_t> find(policy::Ecosystem ecosystem, std::string_view name,
+                                   std::string_view version) const;
+  std::size_t size() const;
+
+ private:
+  static std::string key(policy::Ecosystem ecosystem, std::string_view name,
+                         std::string_view version);
+
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::int64_t> current_;
+  std::unordered_map<std::string, std::int64_t> previous_;
+};
+
+}  // namespace sluice::proxy

@@ -28,6 +28,7 @@ void PackageJudgement::clear() {
   reason = policy::Reason::None;
   advisory.clear();
   detail.clear();
+  age_unknown = false;
   filtered = false;
   removed.clear();
 }
@@ -102,6 +103,7 @@ void judgePackageAge(const policy::PackageSettings& settings, const PublishTimes
     out.detail += " was published " + std::to_string(hours < 0 ? 0 : hours) +
                   " hours ago, less than packages.min_age (" + age + ")";
   } else {
+    out.age_unknown = true;
     // A file carries no time: sluice knows one from the package's metadata it filtered for
     // this sandbox (docs/packages.md#the-decision).
     out.detail +=

@@ -22,6 +22,9 @@ struct PackageJudgement {
   std::string advisory;                          // package_malicious: the advisory's id
   std::string detail;  // a refusal's why, for its body and log line ("npm package 'x' ...")
   // Filtered metadata (docs/packages.md#metadata): the versions the client was not shown.
+  // package_too_new because sluice knows no publish time for the version (not because it is
+  // young): learning the time may serve it (docs/packages.md#the-age-rule).
+  bool age_unknown = false;
   bool filtered = false;
   std::vector<packages::RemovedVersion> removed;
 

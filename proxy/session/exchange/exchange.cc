@@ -106,6 +106,7 @@ void Exchange::beginRequest(const http::RequestHead& head, bool hash) {
   record_.origin_target.assign(head.absolute_form ? head.origin_target : head.target);
   record_.websocket = head.websocket_upgrade;
   metadata_.reset();
+  publish_time_target_.clear();
 }
 
 void Exchange::startRequest(const http::RequestHead& head, bool hash) {
@@ -244,9 +245,14 @@ bool Exchange::refusePackage(policy::Decision& d) {
   const bool filters = filtersMetadata(*sandbox().policy, host_.sandboxView().advisories,
                                        judged.package, record_.method);
   if (judged.reason == policy::Reason::None && !filters && sandbox().policy->packages) {
-    // A version with no time of its own: the age rule reads what the sandbox's metadata said.
+    // A version with no time of its own: the age rule reads what the sandbox's metadata said,
+    // or learns it first.
     judgePackageAge(*sandbox().policy->packages, host_.runtime().publish_times.get(), unixTimeMs(),
                     judged);
+    if (judged.age_unknown && !report && planPublishTimeFetch(*d.rule)) {
+      judged.reason = policy::Reason::None;
+      judged.detail.clear();
+    }
   }
   if (judged.reason == policy::Reason::None) {
     // Report mode forwards metadata as the origin sent it: nothing is held.

@@ -172,6 +172,15 @@ class Exchange final : private ConnectorClient, private UpstreamEvents, private 
   // The package firewall on a request of a registry rule; true when it refused the request.
   // A request it serves whose metadata is filtered gets its plan (metadata_).
   bool refusePackage(policy::Decision& d);
+  // The age rule on an npm file whose publish time the sandbox never learned (a lockfile
+  // install): its packument is fetched first from the same origin, on the same upstream, to
+  // learn it (docs/packages.md#the-age-rule). True when the fetch is planned.
+  bool planPublishTimeFetch(const policy::Rule& rule);
+  bool fetchingPublishTime() const { return !publish_time_target_.empty(); }
+  // The packument's head, then its whole body: held, the times learned, then the file refused
+  // or requested in its turn.
+  void publishTimeHead(const http::ResponseHead& head);
+  void publishTimeFetched();
   // The held metadata's body is whole: the filtered document goes to the client with its own
   // head (Responding), or its refusal (false: Denied, or the connection closed).
   bool serveHeldMetadata();
@@ -237,6 +246,8 @@ class Exchange final : private ConnectorClient, private UpstreamEvents, private 
   bool injected_ = false;
   // A package's metadata to hold and filter (docs/packages.md#metadata).
   MetadataHold metadata_;
+  // While the packument of a file's package is fetched for its publish time: its target.
+  std::string publish_time_target_;
   ResponseRelay relay_;
   Connector connector_;
   // The request's upstream: h1_ on an HTTP/1.1 connection, h2_ a stream of a shared HTTP/2

@@ -129,7 +129,8 @@ void Exchange::startForwarding() {
   if (metadata_.planned()) {
     metadata_.requestFields(inject_fields_);  // gzip or identity, whole, a form with times
   }
-  channel_->sendHead(*head_, record_.origin_target, host_value, inject_fields_);
+  channel_->sendHead(*head_, fetchingPublishTime() ? publish_time_target_ : record_.origin_target,
+                     host_value, inject_fields_);
   record_.req_body_read = true;  // what body it has is relayed from here
   if (state_ != ExchangeState::SendingRequest || host_.closing()) {
     return;  // the channel failed at once (a write, a stream it could not open): answered
@@ -225,6 +226,10 @@ void Exchange::onInterimHead(const http::ResponseHead& head) {
 }
 
 void Exchange::onResponseHead(const http::ResponseHead& head) {
+  if (fetchingPublishTime()) {
+    publishTimeHead(head);  // sluice's own request: nothing of its answer is the client's
+    return;
+  }
   record_.status = head.status;
   record_.resp_body_read = true;
   if (head.framing == http::ResponseFraming::Switched) {
@@ -321,6 +326,10 @@ void Exchange::onResponseBody(std::span<const char> data) {
 void Exchange::onResponseComplete(bool more) {
   // Bytes after the response: the upstream is in no known state, never reuse it.
   after_ = more ? UpstreamAfter::Close : UpstreamAfter::Keep;
+  if (state_ == ExchangeState::HoldingResponse && fetchingPublishTime()) {
+    publishTimeFetched();
+    return;
+  }
   if (state_ == ExchangeState::HoldingResponse) {
     if (!serveHeldMetadata()) {
       return;
@@ -338,6 +347,11 @@ void Exchange::onResponseComplete(bool more) {
 }
 
 void Exchange::onResponseEndedByClose() {
+  if (state_ == ExchangeState::HoldingResponse && fetchingPublishTime()) {
+    after_ = UpstreamAfter::Close;
+    publishTimeFetched();
+    return;
+  }
   if (state_ == ExchangeState::HoldingResponse) {
     after_ = UpstreamAfter::Close;
     if (serveHeldMetadata()) {

@@ -83,6 +83,8 @@ inline constexpr TransitionTable kExchangeMachine{
          "filtered whole: the served document's head went to the client"},
         {ExchangeState::HoldingResponse, ExchangeState::Denied,
          "package_metadata_*, a version refused, the upstream failed, idle_timeout"},
+        {ExchangeState::HoldingResponse, ExchangeState::AwaitingUpstream,
+         "a file's packument, fetched for its publish time, says it is old enough"},
         {ExchangeState::HoldingResponse, ExchangeState::Failed, "the connection closed"},
         {ExchangeState::RespondingWhileSending, ExchangeState::Responding,
          "the request's end went upstream"},

@@ -312,15 +312,22 @@ def test_a_too_new_file_is_refused_whatever_asks_for_it(firewall, reg, scratch):
     from the metadata, or because it learned none (docs/packages.md#the-decision)."""
     gw = firewall({"min_age": "7d"})
     tarball = reg.npm.tarball_path("lib-b", "1.2.0")
-    # Never seen: no publish time known.
+    # Never seen: sluice asks for the packument itself, and refuses by the time it gives.
+    mark = len(reg.access())
     status = get(gw, reg, tarball)
     assert status.http_code == 403 and status.sluice_reason == "package_too_new"
-    assert b"no publish time" in status.body, status.body
-    # Once the metadata went through sluice, the time it gave.
-    assert get(gw, reg, reg.npm.packument_path("lib-b")).http_code == 200
+    assert b"was published 1 hours ago" in status.body, status.body
+    assert [e["uri"] for e in reg.access()[mark:]] == [reg.npm.packument_path("lib-b")]
+    # Once learned, the time is known: no second fetch.
+    mark = len(reg.access())
     status = get(gw, reg, tarball)
     assert status.http_code == 403 and b"was published 1 hours ago" in status.body, status.body
+    assert not reg.access()[mark:]
     assert get(gw, reg, reg.npm.tarball_path("lib-b", "1.1.0")).http_code == 200
+    # PyPI's files host is not its index's: a wheel whose time sluice never learned is refused
+    # as of unknown age (docs/packages.md#the-age-rule).
+    status = get(gw, reg, reg.pypi.file_url("lib-b", "1.1.0", "wheel").split(str(reg.port), 1)[1])
+    assert status.http_code == 403 and b"no publish time" in status.body, status.body
     # npm given the URL, pip given the wheel's: each fails with the reason.
     argv, _ = rc.npm_install_argv(reg.npm.registry_url, [reg.npm.tarball_url("lib-b", "1.2.0")],
                                   scratch)
@@ -334,3 +341,50 @@ def test_a_too_new_file_is_refused_whatever_asks_for_it(firewall, reg, scratch):
     refused = [rec for rec in gw.audit.since(0) if rec["reason"] == "package_too_new"]
     assert refused and all(rec["status"] == 403 and rec["package"]["kind"] == "file"
                            for rec in refused)
+
+
+def npm_ci(gw, reg, scratch, project_from):
+    """`npm ci` of the project `project_from` made (its package.json and lockfile), in a new
+    project directory with an empty cache: tarballs only, no packument."""
+    ci_scratch = os.path.join(scratch, "ci")
+    os.makedirs(ci_scratch, exist_ok=True)
+    argv, project = rc.npm_install_argv(reg.npm.registry_url, [], ci_scratch)
+    for name in ("package.json", "package-lock.json"):
+        with open(os.path.join(project_from, name)) as src, \
+                open(os.path.join(project, name), "w") as dst:
+            dst.write(src.read())
+    argv[argv.index("install")] = "ci"
+    return rc.run(argv, ci_scratch, env_lines=clients.env_lines(gw)), project
+
+
+def test_a_lockfile_install_is_held_to_the_age(firewall, reg, scratch):
+    """`npm ci` fetches tarballs only: sluice fetches each package's packument itself to learn
+    the publish time (docs/packages.md#the-age-rule). A lockfile pinning a version old enough
+    installs; one pinning a version too new fails with package_too_new."""
+    locking = firewall({"deny": ["nothing-here"]})
+    for pins, expect_ok in ((["app-a@1.0.0", "lib-b@1.1.0"], True),
+                            (["app-a@1.0.0", "lib-b@1.2.0"], False)):
+        lock_scratch = os.path.join(scratch, "lock-" + pins[1].replace("@", "-"))
+        os.makedirs(lock_scratch)
+        argv, locked = rc.npm_install_argv(reg.npm.registry_url, pins, lock_scratch)
+        r = rc.run(argv, lock_scratch, env_lines=clients.env_lines(locking))
+        assert r.returncode == 0, r.stdout + r.stderr
+        gw = firewall({"min_age": "7d"})  # a new sluice: it learned no times yet
+        mark = len(reg.access())
+        r, project = npm_ci(gw, reg, lock_scratch, locked)
+        out = r.stdout + r.stderr
+        if expect_ok:
+            assert r.returncode == 0, out
+            assert rc.npm_installed(project) == {"app-a": "1.0.0", "lib-b": "1.1.0"}
+        else:
+            assert r.returncode != 0 and "package_too_new" in out, out
+            refused = [rec for rec in gw.audit.since(0) if rec["reason"] == "package_too_new"]
+            assert [rec["package"]["version"] for rec in refused] == ["1.2.0"], refused
+            assert b"1 hours ago" in b"".join(
+                l.encode() for l in gw.sluice.stderr().splitlines() if "package_too_new" in l)
+        # sluice asked for the packuments itself (npm ci asks for none), in their full form.
+        asked = [e for e in reg.access()[mark:] if e["uri"] == reg.npm.packument_path("lib-b")]
+        assert asked and all(e["accept"] == "application/json" for e in asked), asked
+        # The records are the files' only: sluice's own requests have none.
+        kinds = {rec["package"]["kind"] for rec in gw.audit.since(0) if rec.get("package")}
+        assert kinds == {"file"}, kinds

@@ -20,6 +20,7 @@
 #include "policy/address_class.h"
 #include "policy/authority.h"
 #include "policy/decision.h"
+#include "policy/package_verdict.h"
 #include "proxy/cli/cli.h"
 #include "proxy/cli/command_help.h"
 #include "proxy/cli/flags.h"
@@ -173,7 +174,8 @@ Result<std::optional<proxy::PackageJudgement>, std::string> explainPackage(
   return std::optional<proxy::PackageJudgement>(std::move(judged));
 }
 
-void writePackage(JsonWriter& json, const std::optional<proxy::PackageJudgement>& judged) {
+void writePackage(JsonWriter& json, const std::optional<proxy::PackageJudgement>& judged,
+                  const policy::Policy& policy) {
   if (!judged || judged->package.kind == policy::PackageRequestKind::None) {
     json.fieldNull("package");
     return;
@@ -186,6 +188,11 @@ void writePackage(JsonWriter& json, const std::optional<proxy::PackageJudgement>
   json.fieldOrNull("version", package.version);
   json.fieldOrNull("advisory", judged->advisory);
   json.fieldOrNull("why", judged->detail);
+  // The age rule needs the registry's publish times, which only a running sluice reads
+  // (docs/packages.md#the-age-rule): explain says whether it applies, not its verdict.
+  json.fieldBool(
+      "age_rule",
+      policy.packages && policy::ageRuleApplies(*policy.packages, package.ecosystem, package.name));
   json.endObject();
 }
 
@@ -240,7 +247,7 @@ void writeResult(std::string& out, const Query& q, const Decision& d,
     json.endObject();
   }
   json.endArray();
-  writePackage(json, judged);
+  writePackage(json, judged, *q.sandbox->policy);
   json.endObject();
   out += '\n';
 }
@@ -272,8 +279,8 @@ int explainCommand(std::span<const std::string_view> args, Streams streams) {
     for (const auto& s : config.value()->sandboxes) {
       known += (known.empty() ? "" : ", ") + s.name;
     }
-    return badInput(streams, "unknown sandbox '" + std::string(sandbox_name) +
-                                 "' (defined: " + known + ")");
+    return badInput(streams,
+                    "unknown sandbox '" + std::string(sandbox_name) + "' (defined: " + known + ")");
   }
 
   std::string_view url_text = *flags->get("url");
@@ -283,8 +290,8 @@ int explainCommand(std::span<const std::string_view> args, Streams streams) {
                                  std::string(policy::toString(url.error())));
   }
   q.url = *url;
-  q.target = q.url.target.starts_with('?') ? "/" + std::string(q.url.target)
-                                           : std::string(q.url.target);
+  q.target =
+      q.url.target.starts_with('?') ? "/" + std::string(q.url.target) : std::string(q.url.target);
   if (auto method = flags->get("method")) {
     if (!ascii::isToken(*method)) {
       return badInput(streams, "--method " + std::string(*method) + " is not an HTTP method");

@@ -127,6 +127,18 @@ TEST(Explain, AllowsAMirrorDownload) {
   EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one JSON object on one line";
 }
 
+// The built-in default's age rule (docs/packages.md#the-age-rule): explain names the package
+// and says the rule applies; its verdict needs the publish times only a running sluice reads.
+TEST(Explain, SaysWhenTheAgeRuleAppliesToAPackage) {
+  ProcessResult r =
+      sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox", "default", "--url",
+              "https://registry.npmjs.org/lodash/-/lodash-4.17.21.tgz"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr(R"("package":{"ecosystem":"npm","kind":"file","name":"lodash",)"
+                        R"("version":"4.17.21","advisory":null,"why":null,"age_rule":true})"));
+}
+
 TEST(Explain, DeniesAnUnlistedHost) {
   ProcessResult r = sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox",
                             "default", "--url", "https://attacker.test/x"});
@@ -142,15 +154,21 @@ TEST(Explain, ChecksGivenAddresses) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, HasSubstr(R"("reason":"ip_denied")"));
   EXPECT_THAT(r.out, HasSubstr(R"("ip_checked":true)"));
-  EXPECT_THAT(r.out, HasSubstr(R"({"ip":"169.254.169.254","usable":false,"class":"link_local","refused":"not_global"})"));
-  EXPECT_THAT(r.out,
-              HasSubstr(R"({"ip":"64:ff9b::7f00:1","usable":false,"class":"nat64:loopback","refused":"not_global"})"));
+  EXPECT_THAT(
+      r.out,
+      HasSubstr(
+          R"({"ip":"169.254.169.254","usable":false,"class":"link_local","refused":"not_global"})"));
+  EXPECT_THAT(
+      r.out,
+      HasSubstr(
+          R"({"ip":"64:ff9b::7f00:1","usable":false,"class":"nat64:loopback","refused":"not_global"})"));
 
   ProcessResult ok =
       sluice({"explain", "-c", example("package-mirrors.yaml"), "--sandbox", "default", "--url",
               "https://pypi.org/simple/", "--ip", "10.0.0.1", "--ip", "151.101.0.223"});
   EXPECT_EQ(ok.exit_code, 0);
-  EXPECT_THAT(ok.out, HasSubstr(R"({"ip":"151.101.0.223","usable":true,"class":"global","refused":null})"));
+  EXPECT_THAT(ok.out,
+              HasSubstr(R"({"ip":"151.101.0.223","usable":true,"class":"global","refused":null})"));
 }
 
 TEST(Explain, SniDefaultsToTheUrlHostAndCanDiffer) {
@@ -258,20 +276,20 @@ std::string sandboxConfig(const TempDir& dir, const std::string& sandbox_lines) 
 
 TEST(Env, ProxyAndCaLinesThatAShellCanEvaluate) {
   TempDir dir;
-  std::string config =
-      sandboxConfig(dir, "    listen: \"[::1]:3128\"\n    ca: \"" + dir.path().string() +
-                             "/it's here\"\n");
+  std::string config = sandboxConfig(
+      dir, "    listen: \"[::1]:3128\"\n    ca: \"" + dir.path().string() + "/it's here\"\n");
   ProcessResult r = sluice({"env", "-c", config, "--sandbox", "agent"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("export HTTPS_PROXY='http://[::1]:3128'\n"));
   EXPECT_THAT(r.out, HasSubstr("export http_proxy='http://[::1]:3128'\n"));
   EXPECT_THAT(r.out, HasSubstr("export NODE_USE_ENV_PROXY='1'\n"));
-  EXPECT_THAT(r.out, HasSubstr("export WGETRC='" + dir.path().string() + "/it'\\''s here/wgetrc'\n"));
   EXPECT_THAT(r.out,
-              HasSubstr("export APT_CONFIG='" + dir.path().string() + "/it'\\''s here/apt.conf'\n"));
+              HasSubstr("export WGETRC='" + dir.path().string() + "/it'\\''s here/wgetrc'\n"));
+  EXPECT_THAT(
+      r.out, HasSubstr("export APT_CONFIG='" + dir.path().string() + "/it'\\''s here/apt.conf'\n"));
   // A quote in the path survives the shell: '\'' closes, escapes and reopens.
-  EXPECT_THAT(r.out, HasSubstr("export PIP_CERT='" + dir.path().string() +
-                               "/it'\\''s here/ca.pem'\n"));
+  EXPECT_THAT(r.out,
+              HasSubstr("export PIP_CERT='" + dir.path().string() + "/it'\\''s here/ca.pem'\n"));
   ProcessResult shell = runProcess(
       {"/bin/sh", "-c", "eval \"$1\" && printf '%s' \"$CARGO_HTTP_CAINFO\"", "sh", r.out});
   EXPECT_EQ(shell.out, dir.path().string() + "/it's here/ca.pem");

@@ -1,5 +1,6 @@
 #include "proxy/runtime/package_judgement.h"
 
+#include <chrono>
 #include <vector>
 
 #include "policy/package_verdict.h"
@@ -16,6 +17,20 @@ void appendPackage(std::string& out, const policy::PackageRequest& package) {
     out += ' ';
     out += package.version;
   }
+}
+
+// `min_age` as the config would write it: in the largest unit that divides it.
+std::string shownAge(std::chrono::milliseconds age) {
+  constexpr std::int64_t kHour = 60LL * 60 * 1000;
+  constexpr std::int64_t kDay = 24 * kHour;
+  const std::int64_t ms = age.count();
+  if (ms > 0 && ms % kDay == 0) {
+    return std::to_string(ms / kDay) + "d";
+  }
+  if (ms > 0 && ms % kHour == 0) {
+    return std::to_string(ms / kHour) + "h";
+  }
+  return std::to_string(ms) + "ms";
 }
 
 }  // namespace
@@ -94,10 +109,7 @@ void judgePackageAge(const policy::PackageSettings& settings, const PublishTimes
   }
   out.reason = policy::Reason::PackageTooNew;
   appendPackage(out.detail, package);
-  const std::int64_t days = settings.min_age.count() / (24 * 60 * 60 * 1000);
-  const std::string age = days > 0 && settings.min_age.count() % (24 * 60 * 60 * 1000) == 0
-                              ? std::to_string(days) + "d"
-                              : std::to_string(settings.min_age.count()) + "ms";
+  const std::string age = shownAge(settings.min_age);
   if (published) {
     const std::int64_t hours = (now_ms - *published) / (60 * 60 * 1000);
     out.detail += " was published " + std::to_string(hours < 0 ? 0 : hours) +

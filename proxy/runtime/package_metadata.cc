@@ -260,8 +260,8 @@ void serveFilteredMetadata(const policy::PackageSettings& settings, const Metada
     case MetadataForm::PypiJson:
     case MetadataForm::None:
       refuseInvalid(package, "JSON API document",
-                    "sluice filters PyPI's simple index, not its JSON API, and an advisory names "
-                    "this package",
+                    "sluice filters PyPI's simple index, not its JSON API, and this package's "
+                    "metadata is filtered (an advisory names it, or packages.min_age applies)",
                     out);
       return;
   }

@@ -244,7 +244,14 @@ bool Exchange::refusePackage(policy::Decision& d) {
   const bool report = sandbox().mode == policy::SandboxMode::Report;
   const bool filters = filtersMetadata(*sandbox().policy, host_.sandboxView().advisories,
                                        judged.package, record_.method);
-  if (judged.reason == policy::Reason::None && !filters && sandbox().policy->packages) {
+  // (An npm version document is held and judged with the time the sandbox knows; a HEAD of one
+  // reveals no version, and may name a dist-tag rather than a version.)
+  const bool names_one_version =
+      judged.package.kind == policy::PackageRequestKind::File ||
+      (judged.package.kind == policy::PackageRequestKind::VersionMetadata &&
+       judged.package.ecosystem == policy::Ecosystem::Pypi);
+  if (judged.reason == policy::Reason::None && !filters && names_one_version &&
+      sandbox().policy->packages) {
     // A version with no time of its own: the age rule reads what the sandbox's metadata said,
     // or learns it first.
     judgePackageAge(*sandbox().policy->packages, host_.runtime().publish_times.get(), unixTimeMs(),

@@ -105,6 +105,60 @@ TEST(ParseDuration, Table) {
   }
 }
 
+// Ages (packages.min_age, docs/packages.md#the-age-rule): parseDuration's units and hours and
+// days. Zero parses (the loader refuses it); every refusal, a too-large one too, says what an
+// age is.
+TEST(ParseAge, Table) {
+  const std::string kNotAge =
+      " is not an age: write a whole number and ms, s, m, h or d, e.g. 12h or 7d";
+  constexpr std::int64_t kHour = 60LL * 60 * 1000;
+  constexpr std::int64_t kDay = 24 * kHour;
+  const std::vector<DurationCase> cases = {
+      {"7d", milliseconds(7 * kDay), ""},
+      {"12h", milliseconds(12 * kHour), ""},
+      {"90m", milliseconds(90LL * 60 * 1000), ""},
+      {"30s", milliseconds(30000), ""},
+      {"500ms", milliseconds(500), ""},
+      {"0d", milliseconds(0), ""},
+      {"0h", milliseconds(0), ""},
+      {"3650d", milliseconds(3650 * kDay), ""},
+      // The largest whole number of days in milliseconds' range, and one more.
+      {"106751991167d", milliseconds(106751991167LL * kDay), ""},
+      {"106751991168d", milliseconds(0), "'106751991168d'" + kNotAge},
+      {"99999999999999999d", milliseconds(0), "'99999999999999999d'" + kNotAge},
+      {"99999999999999999999h", milliseconds(0), "'99999999999999999999h'" + kNotAge},
+      {"9223372036854775808ms", milliseconds(0), "'9223372036854775808ms'" + kNotAge},
+      {"1.5d", milliseconds(0), "'1.5d'" + kNotAge},
+      {"7D", milliseconds(0), "'7D'" + kNotAge},
+      {"7H", milliseconds(0), "'7H'" + kNotAge},
+      {"d", milliseconds(0), "'d'" + kNotAge},
+      {"h", milliseconds(0), "'h'" + kNotAge},
+      {"", milliseconds(0), "''" + kNotAge},
+      {"-1d", milliseconds(0), "'-1d'" + kNotAge},
+      {"+1d", milliseconds(0), "'+1d'" + kNotAge},
+      {"07d", milliseconds(0), "'07d'" + kNotAge},
+      {"7 d", milliseconds(0), "'7 d'" + kNotAge},
+      {" 7d", milliseconds(0), "' 7d'" + kNotAge},
+      {"7d ", milliseconds(0), "'7d '" + kNotAge},
+      {"7days", milliseconds(0), "'7days'" + kNotAge},
+      {"1w", milliseconds(0), "'1w'" + kNotAge},
+      {"1d12h", milliseconds(0), "'1d12h'" + kNotAge},
+      {"7", milliseconds(0), "'7'" + kNotAge},
+      {"0", milliseconds(0), "'0'" + kNotAge},
+  };
+  for (const DurationCase& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto r = parseAge(c.text);
+    if (c.error.empty()) {
+      ASSERT_TRUE(r.ok()) << r.error();
+      EXPECT_EQ(r.value(), c.value);
+    } else {
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.error(), c.error);
+    }
+  }
+}
+
 TEST(ParseSize, Table) {
   const std::string kNotSize =
       " is not a size: write a whole number of bytes, or one with KiB, MiB or GiB, e.g. 65536 or "

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -157,6 +158,76 @@ TEST(MetadataHold, AsksForAWholeDocumentItCanRead) {
     hold.requestFields(fields);
     EXPECT_EQ(fieldsText(fields), c.expected) << c.what;
   }
+}
+
+// The age rule (docs/packages.md#the-age-rule) needs npm's `time`, which only the full
+// packument has: asked for whatever the client's Accept said. PyPI is asked for JSON anyway.
+TEST(MetadataHold, AsksNpmForTheFullPackumentWhenItNeedsTimes) {
+  const std::string removals = "If-None-Match=;If-Modified-Since=;If-Range=;Range=;";
+  const std::string gzip = "Accept-Encoding=gzip;" + removals;
+  const std::string pypi_accept = "Accept=" + std::string(kSimplePageAccept) + ";";
+  const std::string abbreviated = "application/vnd.npm.install-v1+json; q=1.0, */*";
+  const struct {
+    const char* what;
+    Ecosystem ecosystem;
+    std::string_view target;
+    std::string_view client_accept;
+    bool needs_times;
+    std::string expected;
+  } cases[] = {
+      {"npm packument", Ecosystem::Npm, "/left-pad", "", true, gzip + "Accept=application/json;"},
+      {"npm packument, npm's Accept", Ecosystem::Npm, "/left-pad", abbreviated, true,
+       gzip + "Accept=application/json;"},
+      {"npm packument, no times", Ecosystem::Npm, "/left-pad", abbreviated, false, gzip},
+      {"npm version document", Ecosystem::Npm, "/left-pad/latest", "", true, gzip},
+      {"PyPI simple page", Ecosystem::Pypi, "/simple/foo-bar/", kPipAccept, true,
+       gzip + pypi_accept},
+      {"PyPI simple page, no times", Ecosystem::Pypi, "/simple/foo-bar/", "text/html", false,
+       gzip + pypi_accept},
+      {"PyPI JSON API", Ecosystem::Pypi, "/pypi/foo-bar/json", "", true, gzip},
+  };
+  for (const auto& c : cases) {
+    MetadataHold hold;
+    hold.plan(request(c.ecosystem, c.target), c.client_accept, kMaxDocument, nullptr,
+              c.needs_times);
+    std::vector<http::HeaderField> fields;
+    hold.requestFields(fields);
+    EXPECT_EQ(fieldsText(fields), c.expected) << c.what;
+  }
+  // Each plan says it anew: the next request on the connection without the rule asks for no
+  // form.
+  MetadataHold hold;
+  hold.plan(request(Ecosystem::Npm, "/left-pad"), "", kMaxDocument, nullptr, true);
+  hold.plan(request(Ecosystem::Npm, "/left-pad"), "", kMaxDocument, nullptr);
+  std::vector<http::HeaderField> fields;
+  hold.requestFields(fields);
+  EXPECT_EQ(fieldsText(fields), gzip);
+}
+
+// The facts reach the filter: a version younger than min_age leaves, and its time is handed
+// back to be learned.
+TEST(MetadataHold, FinishJudgesAgesWithTheFactsGiven) {
+  MetadataHold hold;
+  startHolding(hold, nullptr);
+  const std::string doc =
+      R"({"name":"left-pad","versions":{"1.1.0":)" + manifest("1.1.0") + R"(,"1.2.0":)" +
+      manifest("1.2.0") +
+      R"(},"time":{"1.1.0":"2025-01-01T00:00:00.000Z","1.2.0":"2025-12-31T23:00:00.000Z"}})";
+  std::string detail;
+  ASSERT_EQ(feed(hold, doc, detail), Reason::None) << detail;
+  policy::PackageSettings settings;
+  settings.min_age = std::chrono::milliseconds(7LL * 24 * 60 * 60 * 1000);
+  PublishTimes known;
+  const ServedMetadata& served =
+      hold.finish(settings, MetadataFacts{nullptr, 1767225600000 /* 2026-01-01 */, &known});
+  ASSERT_EQ(served.reason, Reason::None) << served.detail;
+  ASSERT_EQ(served.removed.size(), 1u);
+  EXPECT_EQ(served.removed[0].version, "1.2.0");
+  EXPECT_EQ(served.removed[0].reason, Reason::PackageTooNew);
+  ASSERT_EQ(served.published.size(), 2u);
+  EXPECT_EQ(served.published[1].first, "1.2.0");
+  EXPECT_EQ(served.published[1].second, 1767225600000 - 60 * 60 * 1000);
+  EXPECT_EQ(served.body.find("1.2.0"), std::string::npos) << served.body;
 }
 
 TEST(MetadataHold, HoldsOnlyA200WithABodyItCanDecode) {

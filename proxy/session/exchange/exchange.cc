@@ -272,7 +272,8 @@ bool Exchange::refusePackage(policy::Decision& d) {
       metadata_.plan(
           judged.package, head_->headers.find("Accept").value_or(""), settings.max_metadata,
           host_.runtime().metadata_held.get(),
-          policy::ageRuleApplies(settings, judged.package.ecosystem, judged.package.name));
+          policy::ageRuleApplies(settings, judged.package.ecosystem, judged.package.name),
+          head_->headers.find("Accept-Encoding").value_or(""));
     }
     return false;
   }

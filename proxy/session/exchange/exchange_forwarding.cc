@@ -390,7 +390,7 @@ bool Exchange::serveHeldMetadata() {
   if (host_.closing()) {
     return false;
   }
-  const std::span<const char> body(served.body.data(), served.body.size());
+  const std::span<const char> body = metadata_.servedBody();
   record_.resp_bytes = body.size();
   if (record_.hashing) {
     EVP_DigestUpdate(record_.resp_hash.get(), body.data(), body.size());

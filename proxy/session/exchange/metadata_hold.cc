@@ -59,13 +59,16 @@ void MetadataHold::reset() {
   // A document's memory is given back, not kept for the next request: metadata is rare among
   // a connection's requests and may be tens of MiB.
   std::string().swap(document_);
+  std::string().swap(raw_);
+  keeps_raw_ = false;
+  serves_raw_ = false;
   served_.clear();
   std::string().swap(served_.body);
 }
 
 void MetadataHold::plan(const policy::PackageRequest& package, std::string_view client_accept,
                         std::uint64_t max_document, std::atomic<std::size_t>* sandbox_held,
-                        bool needs_times) {
+                        bool needs_times, std::string_view client_coding) {
   reset();
   planned_ = true;
   package_ = package;
@@ -74,6 +77,7 @@ void MetadataHold::plan(const policy::PackageRequest& package, std::string_view 
   max_document_ = max_document;
   sandbox_held_ = sandbox_held;
   needs_times_ = needs_times;
+  client_takes_gzip_ = packages::acceptsGzip(client_coding);
 }
 
 void MetadataHold::requestFields(std::vector<http::HeaderField>& fields) const {
@@ -118,6 +122,7 @@ policy::Reason MetadataHold::holdHead(const http::ResponseHead& head, std::strin
   origin_head_.keep_alive = head.keep_alive;
   content_type_.assign(head.headers.find("Content-Type").value_or(std::string_view()));
   inflater_.emplace(coding, static_cast<std::size_t>(max_document_), document_);
+  keeps_raw_ = coding == packages::ContentCoding::Gzip && client_takes_gzip_;
   holding_ = true;
   replaced_ = true;
   return policy::Reason::None;
@@ -138,7 +143,11 @@ policy::Reason MetadataHold::feed(std::span<const char> data, std::string& detai
         "the origin's document does not decode: " + result.message + " (docs/packages.md#metadata)";
     return policy::Reason::PackageMetadataInvalid;
   }
-  return charge(document_.size() - std::min(charged_, document_.size()), detail);
+  if (keeps_raw_) {
+    raw_.append(data.data(), data.size());  // (smaller than the document it inflates to)
+  }
+  const std::size_t held = document_.size() + raw_.size();
+  return charge(held - std::min(charged_, held), detail);
 }
 
 policy::Reason MetadataHold::charge(std::size_t bytes, std::string& detail) {
@@ -173,6 +182,8 @@ const ServedMetadata& MetadataHold::finish(const policy::PackageSettings& settin
   }
   document_.reserve(document_.size() + packages::kMetadataPadding);
   serveFilteredMetadata(settings, facts, package_, content_type_, form_, document_, served_);
+  serves_raw_ = keeps_raw_ && served_.reason == policy::Reason::None &&
+                served_.body.size() == document_.size() && served_.body == document_;
   return served_;
 }
 
@@ -193,10 +204,13 @@ const http::ResponseHead& MetadataHold::servedHead() {
   // the field.)
   char length[24];
   const std::to_chars_result length_end =
-      std::to_chars(length, length + sizeof length, served_.body.size());
+      std::to_chars(length, length + sizeof length, servedBody().size());
   head.headers.add("Content-Length",
                    std::string_view(length, static_cast<std::size_t>(length_end.ptr - length)));
   head.headers.add("Content-Type", served_.content_type);
+  if (serves_raw_) {
+    head.headers.add("Content-Encoding", "gzip");
+  }
   head.headers.add("Vary", "Accept, Accept-Encoding");
   char count[24];
   const std::to_chars_result written =
@@ -205,9 +219,14 @@ const http::ResponseHead& MetadataHold::servedHead() {
                    std::string_view(count, static_cast<std::size_t>(written.ptr - count)));
   head.framing = http::ResponseFraming::ContentLength;
   head.has_content_length = true;
-  head.content_length = served_.body.size();
+  head.content_length = servedBody().size();
   head.keep_alive = origin_head_.keep_alive;
   return head;
+}
+
+std::span<const char> MetadataHold::servedBody() const {
+  const std::string& body = serves_raw_ ? raw_ : served_.body;
+  return {body.data(), body.size()};
 }
 
 }  // namespace sluice::proxy::session

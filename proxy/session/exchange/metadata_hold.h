@@ -40,9 +40,10 @@ class MetadataHold {
   void reset();
   // `needs_times`: the age rule applies, so an npm packument is asked for in its full form,
   // the one with `time` (the client's Accept for a packument takes it: npm's lists it).
+  // `client_coding`: the client's Accept-Encoding ("" when it sent none).
   void plan(const policy::PackageRequest& package, std::string_view client_accept,
             std::uint64_t max_document, std::atomic<std::size_t>* sandbox_held,
-            bool needs_times = false);
+            bool needs_times = false, std::string_view client_coding = "");
   bool planned() const { return planned_; }
 
   // The fields sluice writes in place of the client's (an empty value drops the client's
@@ -67,8 +68,16 @@ class MetadataHold {
   // The head sent with the served document (valid until the next reset): the origin's fields
   // less those that describe its body (length, coding, type, validators, digests, ranges,
   // Vary), then sluice's type, `Vary: Accept, Accept-Encoding` and `Sluice-Removed` (the
-  // number of versions removed), with a Content-Length.
+  // number of versions removed), with a Content-Length (and `Content-Encoding: gzip` when the
+  // body is the origin's gzip'd bytes: servedBody()).
   const http::ResponseHead& servedHead();
+  // The served document's bytes. When filtering changed nothing (the filtered document is the
+  // decoded one, byte for byte), the origin came gzip'd and the client takes gzip: the origin's
+  // own gzip'd bytes, which decode to exactly that document (the inflater checked the stream
+  // to its end and its CRC). So an install that has nothing removed is sent what it would
+  // have been sent without sluice, not several times as many bytes. Else the filtered
+  // document, identity.
+  std::span<const char> servedBody() const;
 
  private:
   policy::Reason charge(std::size_t bytes, std::string& detail);
@@ -85,6 +94,11 @@ class MetadataHold {
   http::ResponseHead origin_head_;  // its fields (its reason phrase is not kept)
   std::string content_type_;
   std::string document_;
+  // The body as it came, when it came gzip'd and the client takes gzip (servedBody()).
+  std::string raw_;
+  bool keeps_raw_ = false;
+  bool client_takes_gzip_ = false;
+  bool serves_raw_ = false;
   std::optional<packages::Inflater> inflater_;
   ServedMetadata served_;
   http::ResponseHead served_head_;

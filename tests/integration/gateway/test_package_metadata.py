@@ -388,3 +388,26 @@ def test_a_lockfile_install_is_held_to_the_age(firewall, reg, scratch):
         # The records are the files' only: sluice's own requests have none.
         kinds = {rec["package"]["kind"] for rec in gw.audit.since(0) if rec.get("package")}
         assert kinds == {"file"}, kinds
+
+
+def test_a_document_with_nothing_removed_is_sent_as_the_origin_coded_it(firewall, reg, scratch):
+    """Filtered and found whole: a client that takes gzip gets the origin's gzip'd bytes (they
+    decode to exactly the document sluice judged), not several times as many; one that does not
+    gets identity (docs/packages.md#metadata)."""
+    directory = os.path.join(scratch, "osv-none")
+    osv(directory, "MAL-2026-399", "npm", "lib-b", ["9.9.9"])  # names lib-b, no version of it
+    gw = firewall({"advisories": [directory]})
+    full, _ = reg.npm.documents("lib-b")
+    r = get(gw, reg, reg.npm.packument_path("lib-b"), "Accept-Encoding: gzip")
+    assert r.http_code == 200 and r.final.header("Sluice-Removed") == "0"
+    if reg.server.compression == "static":
+        assert r.final.header("Content-Encoding") == "gzip"
+        assert int(r.final.header("Content-Length")) == len(r.body)
+        assert json.loads(gzip.decompress(r.body)) == full
+    else:
+        assert r.final.header("Content-Encoding") is None and json.loads(r.body) == full
+    r = get(gw, reg, reg.npm.packument_path("lib-b"))  # no Accept-Encoding: identity
+    assert r.http_code == 200 and r.final.header("Content-Encoding") is None
+    assert json.loads(r.body) == full
+    record = metadata_records(gw, "lib-b")[0]
+    assert record["package"]["removed"] == {"count": 0, "versions": []}

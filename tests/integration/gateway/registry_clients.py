@@ -14,6 +14,7 @@ import ssl
 import subprocess
 import urllib.parse
 
+import clients
 from netutil import clean_env
 
 
@@ -54,6 +55,21 @@ def run(argv, cwd, env_lines=None, timeout=180):
         argv = ["sh", "-c", 'eval "$SLUICE_ENV_LINES"\nexec "$@"', "sh", *argv]
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd,
                           env=env)
+
+
+def npm_through(gw, reg, scratch, packages, extra=()):
+    """`npm install PACKAGES` from reg's npm registry through gw's sluice, with only what
+    `sluice env` printed: (CompletedProcess, project directory)."""
+    argv, project = npm_install_argv(reg.npm.registry_url, packages, scratch, extra=extra)
+    return run(argv, scratch, env_lines=clients.env_lines(gw)), project
+
+
+def pip_through(gw, reg, scratch, packages):
+    """`pip install --target scratch/site PACKAGES` from reg's PyPI index through gw's sluice:
+    (CompletedProcess, the target directory)."""
+    target = os.path.join(scratch, "site")
+    argv = pip_install_argv(reg.pypi.index_url, packages, target)
+    return run(argv, scratch, env_lines=clients.env_lines(gw)), target
 
 
 def npm_installed(project):

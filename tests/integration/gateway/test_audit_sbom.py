@@ -91,13 +91,10 @@ def props(component, name):
 
 def test_the_sbom_of_npm_and_pip_installs(gw, reg, scratch):
     mark = gw.audit.mark()
-    argv, project = rc.npm_install_argv(reg.npm.registry_url, ["app-a"], scratch)
-    r = rc.run(argv, scratch, env_lines=clients.env_lines(gw))
+    r, project = rc.npm_through(gw, reg, scratch, ["app-a"])
     assert r.returncode == 0, r.stdout + r.stderr
     assert rc.npm_installed(project) == STANDARD_NPM_NEWEST
-    target = os.path.join(scratch, "site")
-    r = rc.run(rc.pip_install_argv(reg.pypi.index_url, ["app-a"], target), scratch,
-               env_lines=clients.env_lines(gw))
+    r, target = rc.pip_through(gw, reg, scratch, ["app-a"])
     assert r.returncode == 0, r.stdout + r.stderr
     assert rc.pip_installed(target) == STANDARD_PYPI_NEWEST
     files = len(STANDARD_NPM_NEWEST) + len(STANDARD_PYPI_NEWEST)

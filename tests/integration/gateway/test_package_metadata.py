@@ -94,14 +94,11 @@ def metadata_records(gw, name):
 
 def test_npm_and_pip_resolve_past_a_malicious_version(firewall, reg, advisories, scratch):
     gw = firewall({"advisories": [advisories]})
-    argv, project = rc.npm_install_argv(reg.npm.registry_url, ["app-a"], scratch)
-    r = rc.run(argv, scratch, env_lines=clients.env_lines(gw))
+    r, project = rc.npm_through(gw, reg, scratch, ["app-a"])
     assert r.returncode == 0, r.stdout + r.stderr
     assert rc.npm_installed(project) == {"app-a": "1.1.0", "lib-b": "1.1.0",
                                          "@myorg/util": "1.0.1"}
-    target = os.path.join(scratch, "site")
-    r = rc.run(rc.pip_install_argv(reg.pypi.index_url, ["app-a"], target), scratch,
-               env_lines=clients.env_lines(gw))
+    r, target = rc.pip_through(gw, reg, scratch, ["app-a"])
     assert r.returncode == 0, r.stdout + r.stderr
     assert rc.pip_installed(target) == {"app-a": "1.1.0", "lib-b": "1.1.0"}
     removed = {"count": 1, "versions": [{"version": "1.2.0", "reason": "package_malicious",
@@ -282,13 +279,10 @@ def test_http2_clients_get_the_filtered_document(firewall, reg, advisories):
 def test_a_minimum_age_makes_npm_and_pip_install_older_versions(firewall, reg, scratch):
     gw = firewall({"min_age": "7d"})
     mark = len(reg.access())
-    argv, project = rc.npm_install_argv(reg.npm.registry_url, ["app-a"], scratch)
-    r = rc.run(argv, scratch, env_lines=clients.env_lines(gw))
+    r, project = rc.npm_through(gw, reg, scratch, ["app-a"])
     assert r.returncode == 0, r.stdout + r.stderr
     assert rc.npm_installed(project) == STANDARD_NPM_OLDER_THAN_7D
-    target = os.path.join(scratch, "site")
-    r = rc.run(rc.pip_install_argv(reg.pypi.index_url, ["app-a"], target), scratch,
-               env_lines=clients.env_lines(gw))
+    r, target = rc.pip_through(gw, reg, scratch, ["app-a"])
     assert r.returncode == 0, r.stdout + r.stderr
     assert rc.pip_installed(target) == STANDARD_PYPI_OLDER_THAN_7D
     # npm asked for the abbreviated form; sluice asked the origin for the one with `time`.
@@ -301,8 +295,7 @@ def test_a_minimum_age_makes_npm_and_pip_install_older_versions(firewall, reg, s
 
 def test_exempt_names_are_not_held_to_the_age(firewall, reg, scratch):
     gw = firewall({"min_age": "7d", "exempt": ["@myorg/*"]})
-    argv, project = rc.npm_install_argv(reg.npm.registry_url, ["@myorg/util"], scratch)
-    r = rc.run(argv, scratch, env_lines=clients.env_lines(gw))
+    r, project = rc.npm_through(gw, reg, scratch, ["@myorg/util"])
     assert r.returncode == 0, r.stdout + r.stderr
     assert rc.npm_installed(project) == {"@myorg/util": "1.0.1"}  # 30 minutes old
 
@@ -329,14 +322,9 @@ def test_a_too_new_file_is_refused_whatever_asks_for_it(firewall, reg, scratch):
     status = get(gw, reg, reg.pypi.file_url("lib-b", "1.1.0", "wheel").split(str(reg.port), 1)[1])
     assert status.http_code == 403 and b"no publish time" in status.body, status.body
     # npm given the URL, pip given the wheel's: each fails with the reason.
-    argv, _ = rc.npm_install_argv(reg.npm.registry_url, [reg.npm.tarball_url("lib-b", "1.2.0")],
-                                  scratch)
-    r = rc.run(argv, scratch, env_lines=clients.env_lines(gw))
+    r, _ = rc.npm_through(gw, reg, scratch, [reg.npm.tarball_url("lib-b", "1.2.0")])
     assert r.returncode != 0 and "package_too_new" in r.stdout + r.stderr, r.stdout + r.stderr
-    target = os.path.join(scratch, "site")
-    r = rc.run(rc.pip_install_argv(reg.pypi.index_url,
-                                   [reg.pypi.file_url("lib-b", "1.2.0", "wheel")], target),
-               scratch, env_lines=clients.env_lines(gw))
+    r, _ = rc.pip_through(gw, reg, scratch, [reg.pypi.file_url("lib-b", "1.2.0", "wheel")])
     assert r.returncode != 0 and "package_too_new" in r.stdout + r.stderr, r.stdout + r.stderr
     refused = [rec for rec in gw.audit.since(0) if rec["reason"] == "package_too_new"]
     assert refused and all(rec["status"] == 403 and rec["package"]["kind"] == "file"
@@ -366,8 +354,7 @@ def test_a_lockfile_install_is_held_to_the_age(firewall, reg, scratch):
                             (["app-a@1.0.0", "lib-b@1.2.0"], False)):
         lock_scratch = os.path.join(scratch, "lock-" + pins[1].replace("@", "-"))
         os.makedirs(lock_scratch)
-        argv, locked = rc.npm_install_argv(reg.npm.registry_url, pins, lock_scratch)
-        r = rc.run(argv, lock_scratch, env_lines=clients.env_lines(locking))
+        r, locked = rc.npm_through(locking, reg, lock_scratch, pins)
         assert r.returncode == 0, r.stdout + r.stderr
         gw = firewall({"min_age": "7d"})  # a new sluice: it learned no times yet
         mark = len(reg.access())

@@ -22,9 +22,9 @@ import shutil
 
 import pytest
 
-import clients
 from gateway import Gateway, Runner
 import registry_clients as rc
+from registry_clients import npm_through as npm, pip_through as pip
 from registry_server import (STANDARD_NPM_NEWEST, STANDARD_PYPI_NEWEST, publish_standard,
                              registry_rules, serve)
 from reload_util import Reloads, rewrite_config, sighup
@@ -65,17 +65,6 @@ def firewall(sluice_binary, bed, reg):
     yield make
     for runner in runners:
         runner.stop_all()
-
-
-def npm(gw, reg, scratch, packages, extra=()):
-    argv, project = rc.npm_install_argv(reg.npm.registry_url, packages, scratch, extra=extra)
-    return rc.run(argv, scratch, env_lines=clients.env_lines(gw)), project
-
-
-def pip(gw, reg, scratch, packages):
-    target = os.path.join(scratch, "site")
-    argv = rc.pip_install_argv(reg.pypi.index_url, packages, target)
-    return rc.run(argv, scratch, env_lines=clients.env_lines(gw)), target
 
 
 def package_records(gw, mark=0):

@@ -18,12 +18,16 @@
 #include "proxy/packages/metadata_json.h"
 #include "proxy/packages/version_judge.h"
 #include "proxy/runtime/package_metadata.h"
+#include "tests/unit/proxy/runtime/package_metadata_test_support.h"
 
 namespace sluice::proxy {
 namespace {
 
 using policy::Ecosystem;
 using policy::Reason;
+using test_support::document;
+using test_support::manifest;
+using test_support::request;
 using Published = std::vector<std::pair<std::string, std::int64_t>>;
 
 constexpr std::int64_t kNow = 1767225600000;  // 2026-01-01T00:00:00Z
@@ -50,24 +54,6 @@ policy::PackageSettings ageSettings(std::vector<std::string_view> exempt = {}) {
     settings.exempt.push_back(policy::PackagePattern::parse(text).value());
   }
   return settings;
-}
-
-policy::PackageRequest request(Ecosystem ecosystem, std::string_view target,
-                               std::string_view method = "GET") {
-  return policy::recognizePackageRequest(policy::RegistrySettings{ecosystem, "/"}, method, target);
-}
-
-std::string document(std::string_view text) {
-  std::string doc;
-  doc.reserve(text.size() + packages::kMetadataPadding);
-  doc.assign(text);
-  return doc;
-}
-
-std::string manifest(std::string_view version) {
-  return R"({"name":"left-pad","version":")" + std::string(version) +
-         R"(","dist":{"tarball":"https://registry.npmjs.org/left-pad/-/left-pad-)" +
-         std::string(version) + R"(.tgz","integrity":"sha512-AAAA=="}})";
 }
 
 // The sandbox learned before: left-pad 1.0.1 is a month old, and so (it once said) is 1.3.0;

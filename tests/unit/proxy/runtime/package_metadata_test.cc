@@ -17,12 +17,16 @@
 #include "proxy/packages/media_type.h"
 #include "proxy/packages/metadata_json.h"
 #include "proxy/packages/version_judge.h"
+#include "tests/unit/proxy/runtime/package_metadata_test_support.h"
 
 namespace sluice::proxy {
 namespace {
 
 using policy::Ecosystem;
 using policy::Reason;
+using test_support::document;
+using test_support::manifest;
+using test_support::request;
 
 constexpr std::string_view kMalNpm = "MAL-2025-1";
 constexpr std::string_view kGhsaNpm = "GHSA-aaaa-bbbb-cccc";
@@ -50,25 +54,6 @@ const packages::AdvisoryIndex& advisories() {
       entry(kMalPypi, Ecosystem::Pypi, "foo-bar", "2.0"),
   });
   return index;
-}
-
-policy::PackageRequest request(Ecosystem ecosystem, std::string_view target,
-                               std::string_view method = "GET") {
-  return policy::recognizePackageRequest(policy::RegistrySettings{ecosystem, "/"}, method, target);
-}
-
-// The API pads the document in place: reserved as the exchange does, so nothing moves.
-std::string document(std::string_view text) {
-  std::string doc;
-  doc.reserve(text.size() + packages::kMetadataPadding);
-  doc.assign(text);
-  return doc;
-}
-
-std::string manifest(std::string_view version) {
-  return R"({"name":"left-pad","version":")" + std::string(version) +
-         R"(","dist":{"tarball":"https://registry.npmjs.org/left-pad/-/left-pad-)" +
-         std::string(version) + R"(.tgz","integrity":"sha512-AAAA=="}})";
 }
 
 std::string packument() {

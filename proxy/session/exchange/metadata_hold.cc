@@ -143,11 +143,22 @@ policy::Reason MetadataHold::feed(std::span<const char> data, std::string& detai
         "the origin's document does not decode: " + result.message + " (docs/packages.md#metadata)";
     return policy::Reason::PackageMetadataInvalid;
   }
+  if (keeps_raw_ && raw_.size() + data.size() > max_document_) {
+    // gzip'd bytes are nearly always fewer than what they inflate to, but a stream of empty
+    // blocks is not: past the document's bound the copy goes, and the document is served
+    // identity.
+    keeps_raw_ = false;
+    std::string().swap(raw_);
+  }
   if (keeps_raw_) {
-    raw_.append(data.data(), data.size());  // (smaller than the document it inflates to)
+    raw_.append(data.data(), data.size());
   }
   const std::size_t held = document_.size() + raw_.size();
-  return charge(held - std::min(charged_, held), detail);
+  if (held < charged_ && sandbox_held_ != nullptr) {
+    sandbox_held_->fetch_sub(charged_ - held, std::memory_order_relaxed);
+    charged_ = held;
+  }
+  return charge(held - charged_, detail);
 }
 
 policy::Reason MetadataHold::charge(std::size_t bytes, std::string& detail) {

@@ -264,7 +264,8 @@ void appendHistogram(std::string& out, std::string_view name, std::span<const La
 
 std::string renderPrometheus(const GatewayMetrics& gateway,
                              std::span<const SandboxSample> sandboxes, std::string_view version,
-                             std::span<const AuditSample> audits) {
+                             std::span<const AuditSample> audits,
+                             std::span<const AdvisorySample> advisories) {
   std::string out;
   out.reserve(4096 + sandboxes.size() * 2048);
 
@@ -370,6 +371,14 @@ std::string renderPrometheus(const GatewayMetrics& gateway,
   appendSample(out, "sluice_config_reloads_total", ok, gateway.reloads(true));
   const Label failed[] = {{"result", "failed"}};
   appendSample(out, "sluice_config_reloads_total", failed, gateway.reloads(false));
+
+  appendFamily(out, "sluice_package_advisories", "gauge",
+               "Advisories a policy's package firewall loaded (distinct ids), with the "
+               "fingerprint its log line names.");
+  for (const AdvisorySample& loaded : advisories) {
+    const Label labels[] = {{"policy", loaded.policy}, {"fingerprint", loaded.fingerprint}};
+    appendSample(out, "sluice_package_advisories", labels, loaded.advisories);
+  }
 
   appendFamily(out, "sluice_dns_lookup_seconds", "histogram",
                "Duration of the gateway resolver's lookups.");

@@ -159,14 +159,23 @@ struct AuditSample {
   std::uint64_t refused_streams = 0;      // HTTP/2 streams refused unrecorded while failing
 };
 
+// The advisories one policy's package firewall loaded (docs/packages.md#advisories): how many
+// distinct advisories, and the fingerprint the log line names (16 hex digits).
+struct AdvisorySample {
+  std::string_view policy;
+  std::uint64_t advisories = 0;
+  std::string_view fingerprint;
+};
+
 // Everything, in the Prometheus text exposition format 0.0.4, every family with # HELP and
 // # TYPE; label values escaped (\\, \", \n). `version` goes into sluice_build_info. Series per
 // family: requests only where non-zero; per-sandbox gauges, counters and histograms for every
-// sandbox given; per-file audit gauges and counters for every audit file given; DNS results and
-// reload results always, zeros included.
+// sandbox given; per-file audit gauges and counters for every audit file given; one advisory
+// gauge per policy given; DNS results and reload results always, zeros included.
 std::string renderPrometheus(const GatewayMetrics& gateway,
                              std::span<const SandboxSample> sandboxes, std::string_view version,
-                             std::span<const AuditSample> audits = {});
+                             std::span<const AuditSample> audits = {},
+                             std::span<const AdvisorySample> advisories = {});
 
 // The Content-Type of renderPrometheus()'s output.
 inline constexpr std::string_view kPrometheusContentType =

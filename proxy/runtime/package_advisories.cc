@@ -47,8 +47,8 @@ Result<Ok, std::string> readDirectory(const fs::path& root,
                  " files and directories below it"};
     }
     if (it.depth() > static_cast<int>(kMaxAdvisoryDepth)) {
-      return Err{root.string() + ": directories deeper than " +
-                 std::to_string(kMaxAdvisoryDepth) + " below it"};
+      return Err{root.string() + ": directories deeper than " + std::to_string(kMaxAdvisoryDepth) +
+                 " below it"};
     }
     const fs::directory_entry& entry = *it;
     if (entry.is_directory(ec) && entry.path().filename().string().starts_with('.')) {
@@ -158,10 +158,14 @@ Result<std::shared_ptr<const PolicyAdvisories>, std::string> PolicyAdvisories::l
                                " package entries) from " +
                                std::to_string(policy->packages->advisories.size()) +
                                (policy->packages->advisories.size() == 1 ? " source" : " sources") +
-                               ", fingerprint " + hex64(index->fingerprint()));
+                               ", fingerprint " + fingerprintText(*index));
     loaded->by_policy_.emplace(policy.get(), std::move(index));
   }
   return std::shared_ptr<const PolicyAdvisories>(std::move(loaded));
+}
+
+std::string fingerprintText(const packages::AdvisoryIndex& index) {
+  return hex64(index.fingerprint());
 }
 
 const packages::AdvisoryIndex* PolicyAdvisories::find(const policy::Policy& policy) const {

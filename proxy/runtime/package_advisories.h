@@ -44,6 +44,9 @@ class PolicyAdvisories {
   std::vector<std::string> summary_;
 };
 
+// An index's fingerprint as the log line and the metrics show it: 16 hex digits.
+std::string fingerprintText(const packages::AdvisoryIndex& index);
+
 // The advisories of one path (a directory or a zip), appended to `out`; "PATH: why" when not.
 Result<Ok, std::string> readAdvisories(const std::string& path,
                                        std::vector<packages::AdvisoryEntry>& out);

@@ -89,8 +89,7 @@ Result<ListenSet, std::string> bindListeners(const policy::Config& config,
 // The sandbox resolvers a reload adds (a dns_listen no sandbox of the running generation has
 // at that address) must be able to bind: they start on worker 0 once the reload is in force,
 // too late to refuse it.
-Result<Ok, std::string> probeNewResolvers(const policy::Config& config,
-                                          const Generation* running) {
+Result<Ok, std::string> probeNewResolvers(const policy::Config& config, const Generation* running) {
   for (const policy::Sandbox& sandbox : config.sandboxes) {
     if (!sandbox.dns_listen) {
       continue;
@@ -304,8 +303,7 @@ void Server::reload(std::string_view why) {
   spdlog::info("sluice: {}: reloading {}", why,
                source_.file.empty() ? std::string("the built-in configuration") : source_.file);
   auto fail = [&](const std::string& message) {
-    spdlog::error("sluice: reload refused, the running configuration stays in force: {}",
-                  message);
+    spdlog::error("sluice: reload refused, the running configuration stays in force: {}", message);
     state_->metrics.countReload(false);
   };
   ConfigFingerprint as_read;
@@ -368,9 +366,10 @@ void Server::reload(std::string_view why) {
                       std::back_inserter(added));
   std::set_difference(before.begin(), before.end(), after.begin(), after.end(),
                       std::back_inserter(removed));
-  spdlog::info("sluice: reloaded: configuration {} in force, {} sandboxes (added: {}; removed: "
-               "{})",
-               generation_->number, after.size(), joined(added), joined(removed));
+  spdlog::info(
+      "sluice: reloaded: configuration {} in force, {} sandboxes (added: {}; removed: "
+      "{})",
+      generation_->number, after.size(), joined(added), joined(removed));
   // Where each new sandbox listens and which CA its clients must trust, as `run` prints at start.
   for (const std::string& name : added) {
     const policy::Sandbox& sandbox = *generation_->find(name)->sandbox;
@@ -395,11 +394,26 @@ std::string Server::renderMetrics() const {
   std::vector<admin::AuditSample> audits;
   for (const auto& sink : sinks) {
     const audit::AuditSink::Status s = sink->status();
-    audits.push_back(admin::AuditSample{sink->path(), s.failing, s.pending_records,
-                                        s.pending_bytes, s.write_failures,
-                                        s.refused_connections, s.refused_streams});
+    audits.push_back(admin::AuditSample{sink->path(), s.failing, s.pending_records, s.pending_bytes,
+                                        s.write_failures, s.refused_connections,
+                                        s.refused_streams});
   }
-  return admin::renderPrometheus(state_->metrics, samples, SLUICE_VERSION, audits);
+  // The package firewall's advisories, per policy (docs/packages.md#advisories). The texts
+  // are reserved for every policy first, so the samples' views into them stay put.
+  const std::vector<std::shared_ptr<const policy::Policy>>& policies =
+      generation_->config->policies;
+  std::vector<std::string> fingerprints;
+  fingerprints.reserve(policies.size());
+  std::vector<admin::AdvisorySample> advisories;
+  for (const auto& policy : policies) {
+    const packages::AdvisoryIndex* index =
+        generation_->advisories ? generation_->advisories->find(*policy) : nullptr;
+    if (index != nullptr) {
+      fingerprints.push_back(fingerprintText(*index));
+      advisories.push_back(admin::AdvisorySample{policy->name, index->size(), fingerprints.back()});
+    }
+  }
+  return admin::renderPrometheus(state_->metrics, samples, SLUICE_VERSION, audits, advisories);
 }
 
 std::string Server::healthProblems(bool draining) const {

@@ -37,11 +37,13 @@ FAMILY_TYPES = {
     "sluice_audit_pending_bytes": "gauge",
     "sluice_audit_write_failures": "counter",
     "sluice_audit_refused_connections": "counter",
+    # per policy with advisories (docs/packages.md#advisories)
+    "sluice_package_advisories": "gauge",
 }
 # Present in every scrape (requests_total, sandbox_resolver_answers_total and
 # connection_errors_total have series only where non-zero, so may be empty).
 ALWAYS = set(FAMILY_TYPES) - {"sluice_requests", "sluice_sandbox_resolver_answers",
-                              "sluice_connection_errors"}
+                              "sluice_connection_errors", "sluice_package_advisories"}
 DNS_RESULTS = ("ok", "nodata", "nxdomain", "timeout", "error", "cached")
 
 

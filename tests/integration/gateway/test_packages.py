@@ -22,6 +22,7 @@ import shutil
 
 import pytest
 
+from admin_client import Admin, with_admin
 from gateway import Gateway, Runner
 import registry_clients as rc
 from registry_clients import npm_through as npm, pip_through as pip
@@ -218,6 +219,33 @@ def test_advisories_are_read_again_at_each_reload(firewall, reg, scratch):
     reloads.wait_refused(1)
     assert "broken.json" in gw.sluice.stderr()
     assert curl_status(gw, reg, path)[0] == 403
+
+
+def test_advisories_are_in_the_metrics(sluice_binary, bed, reg, scratch):
+    """sluice_package_advisories{policy, fingerprint}: the count and the fingerprint the log
+    line names, replaced at a reload that changes them (docs/metrics.md)."""
+    advisories = os.path.join(scratch, "osv")
+    osv(advisories, "MAL-2026-400", "npm", "app-a", versions=["0.0.1"])
+    packages = with_packages({"advisories": [advisories]})
+    runner = Runner(sluice_binary, bed)
+    try:
+        sluice = runner.start(rules=registry_rules(reg),
+                              edit=with_admin(lambda config, workdir, port: packages(config,
+                                                                                    workdir)))
+        admin = Admin(sluice)
+        loaded = admin.scrape().samples("sluice_package_advisories")
+        assert [(s.labels["policy"], s.value) for s in loaded] == [("bed", 1)], loaded
+        first = loaded[0].labels["fingerprint"]
+        assert "fingerprint " + first in sluice.stderr()
+        reloads = Reloads(sluice)
+        osv(advisories, "MAL-2026-401", "npm", "app-a", versions=["0.0.2"])
+        sighup(sluice)
+        reloads.wait_applied(1)
+        loaded = admin.scrape().samples("sluice_package_advisories")
+        assert [(s.labels["policy"], s.value) for s in loaded] == [("bed", 2)], loaded
+        assert loaded[0].labels["fingerprint"] not in (first, "")
+    finally:
+        runner.stop_all()
 
 
 def test_a_missing_advisory_path_fails_the_start(sluice_binary, bed, reg, scratch):

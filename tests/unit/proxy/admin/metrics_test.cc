@@ -122,6 +122,10 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
       "# TYPE sluice_config_reloads_total counter\n"
       "sluice_config_reloads_total{result=\"ok\"} 1\n"
       "sluice_config_reloads_total{result=\"failed\"} 0\n"
+      "# HELP sluice_package_advisories Advisories a policy's package firewall loaded (distinct "
+      "ids), with the fingerprint its log line names.\n"
+      "# TYPE sluice_package_advisories gauge\n"
+      "sluice_package_advisories{policy=\"mirrors\",fingerprint=\"0123456789abcdef\"} 123\n"
       "# HELP sluice_dns_lookup_seconds Duration of the gateway resolver's lookups.\n"
       "# TYPE sluice_dns_lookup_seconds histogram\n"
       "sluice_dns_lookup_seconds_bucket{le=\"0.0005\"} 1\n"
@@ -194,7 +198,8 @@ TEST(RenderPrometheus, ExactTextForOneSandbox) {
       "# TYPE sluice_audit_refused_streams_total counter\n"
       "sluice_audit_refused_streams_total{path=\"/var/log/sluice/a.jsonl\"} 5\n"
       "sluice_audit_refused_streams_total{path=\"-\"} 0\n";
-  EXPECT_EQ(renderPrometheus(gateway, samples, "0.1.0", audits), expected);
+  const AdvisorySample advisories[] = {{"mirrors", 123, "0123456789abcdef"}};
+  EXPECT_EQ(renderPrometheus(gateway, samples, "0.1.0", audits, advisories), expected);
 }
 
 TEST(RenderPrometheus, NoSandboxesStillListsEveryFamilyAndTheFixedZeros) {

@@ -222,6 +222,9 @@ const SecretPatterns* Exchange::maskPatterns() const {
 }
 
 void Exchange::onInterimHead(const http::ResponseHead& head) {
+  if (fetchingPublishTime()) {
+    return;  // (a 1xx to sluice's own request for a packument is not the client's)
+  }
   relay_.interimHead(head, maskPatterns());
 }
 

@@ -34,7 +34,6 @@ int badInput(Streams streams, const std::string& problem) {
   return kExitUsage;
 }
 
-
 // `text` into `path` whole or not at all: a temporary file beside it, renamed over it.
 bool writeWhole(const std::string& path, std::string_view text) {
   std::string temp = path + ".XXXXXX";
@@ -68,11 +67,9 @@ bool writeWhole(const std::string& path, std::string_view text) {
 
 int auditSbomCommand(std::span<const std::string_view> args, Streams streams) {
   const std::span<const FlagSpec> specs = commandFlags("audit sbom");
-  std::vector<std::string_view> flag_args;
   std::vector<std::string> files;
-  splitFilesFromFlags(args, specs, flag_args, files);
   std::string error;
-  auto flags = Flags::parse(flag_args, specs, &error);
+  auto flags = parseFlagsAmongFiles(args, specs, files, &error);
   if (!flags) {
     return badInput(streams, error);
   }

@@ -34,17 +34,14 @@ int badInput(Streams streams, std::string_view command, const std::string& probl
   return kExitUsage;
 }
 
-
 // Both commands: `report` writes the page to -o, `summary` the table or --json to stdout.
 int auditSummaryOrReport(std::string_view command, std::span<const std::string_view> args,
                          Streams streams) {
   const bool report = command == "report";
   const std::span<const FlagSpec> specs = commandFlags(report ? "audit report" : "audit summary");
-  std::vector<std::string_view> flag_args;
   std::vector<std::string> files;
-  splitFilesFromFlags(args, specs, flag_args, files);
   std::string error;
-  auto flags = Flags::parse(flag_args, specs, &error);
+  auto flags = parseFlagsAmongFiles(args, specs, files, &error);
   if (!flags) {
     return badInput(streams, command, error);
   }

@@ -78,9 +78,10 @@ std::vector<std::string_view> Flags::all(std::string_view name) const {
   return it == values_.end() ? std::vector<std::string_view>{} : it->second;
 }
 
-void splitFilesFromFlags(std::span<const std::string_view> args, std::span<const FlagSpec> specs,
-                         std::vector<std::string_view>& flag_args,
-                         std::vector<std::string>& files) {
+std::optional<Flags> parseFlagsAmongFiles(std::span<const std::string_view> args,
+                                          std::span<const FlagSpec> specs,
+                                          std::vector<std::string>& files, std::string* error) {
+  std::vector<std::string_view> flag_args;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string_view arg = args[i];
     if (!arg.starts_with("-") || arg == "-") {
@@ -98,6 +99,7 @@ void splitFilesFromFlags(std::span<const std::string_view> args, std::span<const
       }
     }
   }
+  return Flags::parse(flag_args, specs, error);
 }
 
 }  // namespace sluice::cli

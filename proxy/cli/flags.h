@@ -5,9 +5,9 @@
 
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
-#include <span>
 #include <vector>
 
 namespace sluice::cli {
@@ -38,10 +38,10 @@ class Flags {
 };
 
 // A command that takes files among its flags (the audit commands): each argument that is no
-// flag and no flag's value is a file ("-" is standard input); the flags, with their values, go
-// to `flag_args` for Flags::parse, which judges them.
-void splitFilesFromFlags(std::span<const std::string_view> args, std::span<const FlagSpec> specs,
-                         std::vector<std::string_view>& flag_args,
-                         std::vector<std::string>& files);
+// flag and no flag's value is a file ("-" is standard input), appended to `files`; the flags,
+// with their values, are parsed by Flags::parse (nullopt and `*error` as it says).
+std::optional<Flags> parseFlagsAmongFiles(std::span<const std::string_view> args,
+                                          std::span<const FlagSpec> specs,
+                                          std::vector<std::string>& files, std::string* error);
 
 }  // namespace sluice::cli

@@ -29,6 +29,9 @@ void PublishTimes::learn(policy::Ecosystem ecosystem, std::string_view name,
   }
   std::lock_guard lock(mutex_);
   for (const auto& [version, published] : versions) {
+    if (version.size() > kMaxVersionLength) {
+      continue;
+    }
     if (current_.size() >= kGeneration) {
       previous_ = std::move(current_);
       current_ = {};

@@ -31,8 +31,13 @@ std::int64_t unixTimeMs();
 class PublishTimes {
  public:
   static constexpr std::size_t kGeneration = 1 << 17;
+  // Longer version texts are not learned (no order reads them as a version: version_order.h,
+  // advisory.h's kMaxOsvVersionLength), so an entry is at most a name and this much: the bound
+  // on memory is in entries and bytes alike, whatever a document's keys are.
+  static constexpr std::size_t kMaxVersionLength = 256;
 
-  // One document's versions with their publish times (ms since the Unix epoch).
+  // One document's versions with their publish times (ms since the Unix epoch); a version
+  // longer than kMaxVersionLength is skipped (a file of it stays of unknown age).
   void learn(policy::Ecosystem ecosystem, std::string_view name,
              std::span<const std::pair<std::string, std::int64_t>> versions);
   std::optional<std::int64_t> find(policy::Ecosystem ecosystem, std::string_view name,

@@ -213,6 +213,9 @@ class Exchange final : private ConnectorClient, private UpstreamEvents, private 
   const SecretPatterns* maskPatterns() const;
   // Both the request and the response are over: the record, then the next request or the end.
   void finish();
+  // The response is over: the upstream is parked for this client when it may carry another
+  // request, else closed.
+  void releaseAnsweredUpstream();
   // A failure on the way to or from the upstream (the stale-connection retry included).
   void upstreamFailed(policy::Reason reason, std::string_view detail);
 

@@ -419,14 +419,18 @@ void Exchange::finish() {
     return;
   }
   writeRecord(record_.verdict, record_.outcomeReason(), record_.status);
-  const bool reusable =
-      channel_->attached() && channel_->responseKeepsAlive() && after_ == UpstreamAfter::Keep;
-  channel_->release(reusable, after_ == UpstreamAfter::Keep);
+  releaseAnsweredUpstream();
   if (host_.closing()) {
     return;  // (writing what was corked for the upstream failed)
   }
   transition(ExchangeState::Complete);
   host_.onExchangeOver(ExchangeState::Complete);
+}
+
+void Exchange::releaseAnsweredUpstream() {
+  const bool reusable =
+      channel_->attached() && channel_->responseKeepsAlive() && after_ == UpstreamAfter::Keep;
+  channel_->release(reusable, after_ == UpstreamAfter::Keep);
 }
 
 // A failure on the way to or from the upstream. Before the response head went out, the client

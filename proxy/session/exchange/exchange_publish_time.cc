@@ -95,9 +95,7 @@ void Exchange::publishTimeFetched() {
   // request. Its end was read already (a GET without a body), and is sent with its head.
   publish_time_target_.clear();
   metadata_.reset();
-  const bool reusable =
-      channel_->attached() && channel_->responseKeepsAlive() && after_ == UpstreamAfter::Keep;
-  channel_->release(reusable, after_ == UpstreamAfter::Keep);
+  releaseAnsweredUpstream();
   after_ = UpstreamAfter::Keep;
   request_end_ = RequestEnd::Read;
   acquireUpstream(decideRequest({}, false));

@@ -27,6 +27,7 @@ using policy::Ecosystem;
 using policy::Reason;
 using test_support::document;
 using test_support::manifest;
+using test_support::removedVersions;
 using test_support::request;
 using Published = std::vector<std::pair<std::string, std::int64_t>>;
 
@@ -78,14 +79,6 @@ ServedMetadata serve(const policy::PackageSettings& settings, const policy::Pack
   serveFilteredMetadata(settings, MetadataFacts{advisories, kNow, &known()}, package, content_type,
                         form, doc, out);
   return out;
-}
-
-std::vector<std::string> removedVersions(const ServedMetadata& served) {
-  std::vector<std::string> versions;
-  for (const packages::RemovedVersion& r : served.removed) {
-    versions.push_back(r.version);
-  }
-  return versions;
 }
 
 TEST(FiltersMetadata, EveryPackageTheAgeRuleAppliesTo) {

@@ -26,6 +26,7 @@ using policy::Ecosystem;
 using policy::Reason;
 using test_support::document;
 using test_support::manifest;
+using test_support::removedVersions;
 using test_support::request;
 
 constexpr std::string_view kMalNpm = "MAL-2025-1";
@@ -94,14 +95,6 @@ ServedMetadata serve(const policy::PackageRequest& package, std::string_view con
   serveFilteredMetadata(settings, MetadataFacts{&advisories(), 0, nullptr}, package, content_type,
                         form, doc, out);
   return out;
-}
-
-std::vector<std::string> removedVersions(const ServedMetadata& served) {
-  std::vector<std::string> versions;
-  for (const packages::RemovedVersion& r : served.removed) {
-    versions.push_back(r.version);
-  }
-  return versions;
 }
 
 TEST(FiltersMetadata, OnlyAGetOfMetadataOfAPackageAnAdvisoryNames) {

@@ -5,9 +5,11 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "policy/package_request.h"
 #include "proxy/packages/metadata_json.h"
+#include "proxy/runtime/package_metadata.h"
 
 namespace sluice::proxy::test_support {
 
@@ -29,6 +31,15 @@ inline std::string manifest(std::string_view version) {
   return R"({"name":"left-pad","version":")" + std::string(version) +
          R"(","dist":{"tarball":"https://registry.npmjs.org/left-pad/-/left-pad-)" +
          std::string(version) + R"(.tgz","integrity":"sha512-AAAA=="}})";
+}
+
+// The versions a filter removed, in its order.
+inline std::vector<std::string> removedVersions(const ServedMetadata& served) {
+  std::vector<std::string> versions;
+  for (const packages::RemovedVersion& r : served.removed) {
+    versions.push_back(r.version);
+  }
+  return versions;
 }
 
 }  // namespace sluice::proxy::test_support

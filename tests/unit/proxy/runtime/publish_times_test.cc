@@ -73,6 +73,18 @@ TEST(PublishTimes, PypiSpellingsAreOneEntryNpmsAreTwo) {
   EXPECT_EQ(times.find(Ecosystem::Npm, "left-pad", "1.0"), 2);
 }
 
+// A version text no order reads is not learned: an entry is bounded in bytes too, whatever
+// keys an origin's document has.
+TEST(PublishTimes, AVersionTextPastTheBoundIsNotLearned) {
+  PublishTimes times;
+  const std::string longest(PublishTimes::kMaxVersionLength, '1');
+  const std::string longer(PublishTimes::kMaxVersionLength + 1, '1');
+  times.learn(Ecosystem::Npm, "left-pad", Times{{longest, 1000}, {longer, 2000}});
+  EXPECT_EQ(times.find(Ecosystem::Npm, "left-pad", longest), 1000);
+  EXPECT_EQ(times.find(Ecosystem::Npm, "left-pad", longer), std::nullopt);
+  EXPECT_EQ(times.size(), 1u);
+}
+
 TEST(PublishTimes, ALaterDocumentReplacesATime) {
   PublishTimes times;
   times.learn(Ecosystem::Npm, "left-pad", Times{{"1.0.0", 1000}});

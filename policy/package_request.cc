@@ -192,8 +192,8 @@ PackageRequest recognizeNpm(const Segments& s, std::size_t i) {
 
 // PyPI's distribution files (docs/packages.md#pypi): wheels (PEP 427), sdists and eggs, and
 // the PEP 658 metadata file beside each. The suffix, once its ".metadata" is taken off.
-constexpr std::array<std::string_view, 7> kDistSuffixes = {
-    ".whl", ".tar.gz", ".zip", ".tar.bz2", ".tar.xz", ".tgz", ".egg"};
+constexpr std::array<std::string_view, 7> kDistSuffixes = {".whl",    ".tar.gz", ".zip", ".tar.bz2",
+                                                           ".tar.xz", ".tgz",    ".egg"};
 
 // Sets name and version from a distribution file name; false when the name is one but its
 // parts cannot be read. nullopt: not a distribution file name.
@@ -224,8 +224,8 @@ std::optional<bool> readDistFile(std::string_view file, PackageRequest& out) {
       return false;
     }
     name = stem.substr(0, first);
-    version = stem.substr(first + 1, second == std::string_view::npos ? std::string_view::npos
-                                                                       : second - first - 1);
+    version = stem.substr(
+        first + 1, second == std::string_view::npos ? std::string_view::npos : second - first - 1);
   } else {
     // {name}-{version}: a legacy name may hold '-', a version never does.
     const std::size_t last = stem.rfind('-');
@@ -241,6 +241,7 @@ std::optional<bool> readDistFile(std::string_view file, PackageRequest& out) {
   }
   out.name = std::move(*normal);
   out.version = std::string(version);
+  out.file = std::string(file);
   return true;
 }
 

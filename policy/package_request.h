@@ -31,6 +31,9 @@ struct PackageRequest {
   MetadataForm form = MetadataForm::None;
   std::string name;     // normal form (package_name.h); set for every kind but None/Unrecognized
   std::string version;  // File and VersionMetadata: as the URL spells it (npm: or a dist-tag)
+  // A PyPI File: the distribution's file name as the URL spells it, less a PEP 658 ".metadata"
+  // (its files are uploaded apart, so each has its own age: docs/packages.md#the-age-rule).
+  std::string file;
 };
 
 // `target`: the request's origin-form target ("/path?query"). A target whose path could read

@@ -72,10 +72,13 @@ class SimpleJsonFilter {
       out.invalid_files += file.valid ? 0 : 1;
     }
     // A `versions` entry goes when it is a removed version, however spelled ("1.0" is
-    // "1.0.0"): by `order`, and by its bytes should the order not say so.
+    // "1.0.0"): by `order`, and by its bytes should the order not say so. A version that kept
+    // some of its files stays.
     std::vector<std::string_view> by_order, by_bytes;
     for (const RemovedVersion& r : out.removed) {
-      by_order.emplace_back(r.version);
+      if (r.whole) {
+        by_order.emplace_back(r.version);
+      }
     }
     by_bytes = by_order;
     const auto less = [&](std::string_view a, std::string_view b) {
@@ -216,7 +219,7 @@ class SimpleJsonFilter {
     if (url_name && *url_name == *fields.filename && version) {
       file.valid = true;
       file.version = static_cast<std::uint32_t>(versions_.size());
-      versions_.add(*version,
+      versions_.add(*version, *fields.filename,
                     fields.upload_time ? parseIsoTime(*fields.upload_time) : std::nullopt);
     }
     files_.push_back(file);

@@ -4,7 +4,8 @@
 // (pypi_file_name.h), each version judged once, and every file of a removed version goes.
 //
 // PEP 691 JSON (`application/vnd.pypi.simple.v1+json`) is what sluice filters: it has PEP 700's
-// `upload-time`, so a version is judged with the earliest upload time among its files. A client
+// `upload-time`, so a version is judged with the earliest upload time among its files, and the
+// files of a kept version each with its own (pypi_file_versions.h). A client
 // that asked for HTML gets a PEP 503 page rendered from the filtered JSON (renderSimpleHtml).
 // A PEP 503 page received as such has no times: filterSimpleHtml judges with none, and reads
 // the page with a strict tokenizer that refuses what it is not sure to read as pip does.
@@ -16,8 +17,9 @@
 // project's; `files` not an array of objects with string `filename` and `url`; `filename`,
 // `url` or `upload-time` repeated in a file; a key of the top level or of a file written with
 // an escape; `versions` not an array of strings; more than kMaxSimpleFiles files or versions.
-// Bounds and memory as npm_packument_filter.h: under 100 bytes per file beside the document,
-// simdjson's index (freed before the output is allocated) and the output.
+// Bounds and memory as npm_packument_filter.h: beside the document, simdjson's index (freed
+// before the output is allocated) and the output, each file's version and name copied once
+// (less than the document holds) and under 64 bytes per file.
 
 #include <cstddef>
 #include <string>
@@ -33,17 +35,19 @@ namespace sluice::proxy::packages {
 inline constexpr std::size_t kMaxSimpleFiles = std::size_t{1} << 18;
 
 struct FilteredSimplePage {
-  std::string body;                     // JSON or HTML, as the input was
-  std::vector<RemovedVersion> removed;  // in the order of their first file
+  std::string body;  // JSON or HTML, as the input was
+  // In the order of the first file that went; a version that kept some files is not whole.
+  std::vector<RemovedVersion> removed;
   std::size_t kept_files = 0;
-  std::size_t removed_files = 0;  // files of removed versions
+  std::size_t removed_files = 0;  // files judged and removed
   std::size_t invalid_files = 0;  // dropped unjudged (above)
 };
 
 // Filters a PEP 691 page of `project` (as the request named it: compared in PEP 503's form).
 // Versions are grouped as their file names spell them (pip's reading); each group is judged
-// with the earliest valid `upload-time` among its files (none when no file has one). `versions`
-// (PEP 700) loses every entry `order` finds equal to a removed version. Everything else is
+// with the earliest valid `upload-time` among its files (none when no file has one), then each
+// file of a kept group with its own. `versions` (PEP 700) loses every entry `order` finds equal
+// to a version that lost every file. Everything else is
 // copied as the origin wrote it. `document` is padded in place as npm_packument_filter.h says.
 Result<FilteredSimplePage, MetadataError> filterSimpleJson(std::string& document,
                                                            std::string_view project,

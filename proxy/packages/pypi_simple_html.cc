@@ -329,7 +329,7 @@ class SimpleHtmlFilter {
       if (version) {
         anchor.names = Anchor::Names::File;
         anchor.version = static_cast<std::uint32_t>(versions_.size());
-        versions_.add(*version, std::nullopt);
+        versions_.add(*version, *name, std::nullopt);
       }
     }
     anchors_.push_back(anchor);

@@ -13,8 +13,7 @@
 namespace sluice::proxy::packages {
 
 struct VersionVerdict {
-  // None: keep. Otherwise why it goes: PackageDenied, PackageMalicious (and, with a minimum
-  // release age, too new: docs/packages.md#what-comes-next).
+  // None: keep. Otherwise why it goes: PackageDenied, PackageMalicious or PackageTooNew.
   policy::Reason reason = policy::Reason::None;
   // The advisory that blocks it (PackageMalicious): its OSV id, e.g. "MAL-2025-1234".
   std::string_view advisory;
@@ -30,6 +29,17 @@ class VersionJudge {
   // version: an unknown age is not an old one).
   virtual VersionVerdict judge(std::string_view version,
                                std::optional<std::int64_t> published) const = 0;
+  // The age rule on one file of a version judge() kept, for a registry whose files of one
+  // version are uploaded apart (PyPI: a wheel added today to a year-old release is a day old,
+  // docs/packages.md#the-age-rule): true when the file is younger than the minimum age, or
+  // `uploaded` is nullopt and the judge knows no time for `file` (the name the metadata gives
+  // it). Asked of every file a page lists, in order, whatever became of its version, so a
+  // judge sees every upload time. A judge without an age rule keeps every file.
+  virtual bool fileTooNew(std::string_view file, std::optional<std::int64_t> uploaded) const {
+    (void)file;
+    (void)uploaded;
+    return false;
+  }
 };
 
 // One version a filter removed, for the audit record (docs/audit.md): the version as spelled
@@ -38,6 +48,9 @@ struct RemovedVersion {
   std::string version;
   policy::Reason reason = policy::Reason::None;
   std::string advisory;
+  // False when only some of its files went (VersionJudge::fileTooNew), so the version stays
+  // listed where a document lists versions apart from files (PEP 700's `versions`).
+  bool whole = true;
 };
 
 }  // namespace sluice::proxy::packages

@@ -40,6 +40,7 @@ void PackageJudgement::clear() {
   package.form = policy::MetadataForm::None;
   package.name.clear();
   package.version.clear();
+  package.file.clear();
   reason = policy::Reason::None;
   advisory.clear();
   detail.clear();
@@ -101,9 +102,14 @@ void judgePackageAge(const policy::PackageSettings& settings, const PublishTimes
       !policy::ageRuleApplies(settings, package.ecosystem, package.name)) {
     return;
   }
-  const std::optional<std::int64_t> published =
-      known != nullptr ? known->find(package.ecosystem, package.name, package.version)
-                       : std::nullopt;
+  // A PyPI file is as old as its own upload: a wheel added today to an old release is new.
+  const bool pypi_file = package.kind == policy::PackageRequestKind::File &&
+                         package.ecosystem == policy::Ecosystem::Pypi;
+  std::optional<std::int64_t> published;
+  if (known != nullptr) {
+    published = pypi_file ? known->findPypiFile(package.name, package.file)
+                          : known->find(package.ecosystem, package.name, package.version);
+  }
   if (!policy::tooNew(settings, published, now_ms)) {
     return;
   }
@@ -112,15 +118,17 @@ void judgePackageAge(const policy::PackageSettings& settings, const PublishTimes
   const std::string age = shownAge(settings.min_age);
   if (published) {
     const std::int64_t hours = (now_ms - *published) / (60 * 60 * 1000);
-    out.detail += " was published " + std::to_string(hours < 0 ? 0 : hours) +
+    out.detail += (pypi_file ? ": this file was uploaded " : " was published ") +
+                  std::to_string(hours < 0 ? 0 : hours) +
                   " hours ago, less than packages.min_age (" + age + ")";
   } else {
     out.age_unknown = true;
     // A file carries no time: sluice knows one from the package's metadata it filtered for
     // this sandbox (docs/packages.md#the-decision).
+    out.detail += pypi_file ? ": this file has no publish time" : " has no publish time";
     out.detail +=
-        " has no publish time sluice knows (its metadata was not fetched through "
-        "sluice first), and packages.min_age (" +
+        " sluice knows (its metadata was not fetched through sluice first), and "
+        "packages.min_age (" +
         age + ") applies to it";
   }
 }

@@ -60,7 +60,23 @@ class PolicyVersionJudge final : public packages::VersionJudge {
     return {};
   }
 
+  // PyPI (docs/packages.md#the-age-rule): a file of a version judge() kept is as old as its
+  // own upload, or as what the sandbox learned of it.
+  bool fileTooNew(std::string_view file, std::optional<std::int64_t> uploaded) const override {
+    if (uploaded) {
+      learned_files_.emplace_back(std::string(file), *uploaded);
+    }
+    if (!age_applies_) {
+      return false;
+    }
+    if (!uploaded && facts_.known != nullptr) {
+      uploaded = facts_.known->findPypiFile(package_.name, file);
+    }
+    return policy::tooNew(settings_, uploaded, facts_.now_ms);
+  }
+
   std::vector<std::pair<std::string, std::int64_t>>& learned() const { return learned_; }
+  std::vector<std::pair<std::string, std::int64_t>>& learnedFiles() const { return learned_files_; }
 
  private:
   const policy::PackageSettings& settings_;
@@ -69,6 +85,7 @@ class PolicyVersionJudge final : public packages::VersionJudge {
   bool malicious_only_;
   bool age_applies_;
   mutable std::vector<std::pair<std::string, std::int64_t>> learned_;
+  mutable std::vector<std::pair<std::string, std::int64_t>> learned_files_;
 };
 
 // A version the origin wrote, as a refusal's words show it: the origin's text, so only a short
@@ -213,6 +230,7 @@ void ServedMetadata::clear() {
   content_type.clear();
   removed.clear();
   published.clear();
+  uploaded.clear();
 }
 
 bool filtersMetadata(const policy::Policy& policy, const packages::AdvisoryIndex* advisories,
@@ -246,7 +264,10 @@ void serveFilteredMetadata(const policy::PackageSettings& settings, const Metada
   struct Learned {
     const PolicyVersionJudge& judge;
     ServedMetadata& out;
-    ~Learned() { out.published = std::move(judge.learned()); }
+    ~Learned() {
+      out.published = std::move(judge.learned());
+      out.uploaded = std::move(judge.learnedFiles());
+    }
   } learned{judge, out};
   const std::string_view type = packages::mediaTypeOf(content_type);
   switch (package.form) {

@@ -56,6 +56,8 @@ struct ServedMetadata {
   std::vector<packages::RemovedVersion> removed;  // in the document's order
   // Each version the document gave a publish time for, with it: for PublishTimes::learn.
   std::vector<std::pair<std::string, std::int64_t>> published;
+  // PyPI: each file the page gave an upload time for, by name: for PublishTimes::learnPypiFiles.
+  std::vector<std::pair<std::string, std::int64_t>> uploaded;
 
   void clear();
 };

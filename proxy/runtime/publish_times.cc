@@ -22,35 +22,66 @@ std::string PublishTimes::key(policy::Ecosystem ecosystem, std::string_view name
   return out;
 }
 
-void PublishTimes::learn(policy::Ecosystem ecosystem, std::string_view name,
-                         std::span<const std::pair<std::string, std::int64_t>> versions) {
+std::string PublishTimes::fileKey(std::string_view name, std::string_view file) {
+  std::string out;
+  out += 'f';
+  out += name;
+  out += '\0';
+  out += file;
+  return out;
+}
+
+void PublishTimes::insert(std::string key, std::int64_t published) {
+  if (current_.size() >= kGeneration) {
+    previous_ = std::move(current_);
+    current_ = {};
+  }
+  current_.insert_or_assign(std::move(key), published);
+}
+
+std::optional<std::int64_t> PublishTimes::lookup(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  if (auto it = current_.find(key); it != current_.end()) {
+    return it->second;
+  }
+  if (auto it = previous_.find(key); it != previous_.end()) {
+    return it->second;
+  }
+  return std::nullopt;
+}
+
+void PublishTimes::learn(policy::Ecosystem ecosystem, std::string_view name, Times versions) {
   if (versions.empty()) {
     return;
   }
   std::lock_guard lock(mutex_);
   for (const auto& [version, published] : versions) {
-    if (version.size() > kMaxVersionLength) {
-      continue;
+    if (version.size() <= kMaxVersionLength) {
+      insert(key(ecosystem, name, version), published);
     }
-    if (current_.size() >= kGeneration) {
-      previous_ = std::move(current_);
-      current_ = {};
-    }
-    current_.insert_or_assign(key(ecosystem, name, version), published);
   }
 }
 
 std::optional<std::int64_t> PublishTimes::find(policy::Ecosystem ecosystem, std::string_view name,
                                                std::string_view version) const {
-  const std::string wanted = key(ecosystem, name, version);
+  return lookup(key(ecosystem, name, version));
+}
+
+void PublishTimes::learnPypiFiles(std::string_view name, Times files) {
+  if (files.empty()) {
+    return;
+  }
   std::lock_guard lock(mutex_);
-  if (auto it = current_.find(wanted); it != current_.end()) {
-    return it->second;
+  for (const auto& [file, uploaded] : files) {
+    if (file.size() <= kMaxFileNameLength) {
+      insert(fileKey(name, file), uploaded);
+    }
   }
-  if (auto it = previous_.find(wanted); it != previous_.end()) {
-    return it->second;
-  }
-  return std::nullopt;
+}
+
+std::optional<std::int64_t> PublishTimes::findPypiFile(std::string_view name,
+                                                       std::string_view file) const {
+  return lookup(fileKey(name, file));
 }
 
 std::size_t PublishTimes::size() const {

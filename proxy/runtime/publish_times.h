@@ -10,7 +10,8 @@
 // until kGeneration newer ones were learned (a resolver fetches a package's metadata moments
 // before its files). A key is the ecosystem, the normal name and the version's order key
 // (version_order.h: "1.0" and "1.0.0" are one PyPI version), each bounded by what the recogniser
-// and the filters accept.
+// and the filters accept; or, for a PyPI file, the normal name and the file's name (a PyPI
+// version's files are uploaded apart, each with its own time: docs/packages.md#the-age-rule).
 
 #include <cstdint>
 #include <mutex>
@@ -35,18 +36,27 @@ class PublishTimes {
   // advisory.h's kMaxOsvVersionLength), so an entry is at most a name and this much: the bound
   // on memory is in entries and bytes alike, whatever a document's keys are.
   static constexpr std::size_t kMaxVersionLength = 256;
+  // Likewise for a file name (a wheel's spells its tags: rarely over 200 bytes).
+  static constexpr std::size_t kMaxFileNameLength = 512;
+  using Times = std::span<const std::pair<std::string, std::int64_t>>;
 
   // One document's versions with their publish times (ms since the Unix epoch); a version
   // longer than kMaxVersionLength is skipped (a file of it stays of unknown age).
-  void learn(policy::Ecosystem ecosystem, std::string_view name,
-             std::span<const std::pair<std::string, std::int64_t>> versions);
+  void learn(policy::Ecosystem ecosystem, std::string_view name, Times versions);
   std::optional<std::int64_t> find(policy::Ecosystem ecosystem, std::string_view name,
                                    std::string_view version) const;
+  // One PyPI page's files with their upload times, by file name; a name longer than
+  // kMaxFileNameLength is skipped.
+  void learnPypiFiles(std::string_view name, Times files);
+  std::optional<std::int64_t> findPypiFile(std::string_view name, std::string_view file) const;
   std::size_t size() const;
 
  private:
   static std::string key(policy::Ecosystem ecosystem, std::string_view name,
                          std::string_view version);
+  static std::string fileKey(std::string_view name, std::string_view file);
+  void insert(std::string key, std::int64_t published);  // mutex_ held
+  std::optional<std::int64_t> lookup(const std::string& key) const;
 
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::int64_t> current_;

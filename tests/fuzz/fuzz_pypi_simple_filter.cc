@@ -7,12 +7,14 @@
 //
 // Input: byte 0: bits 0-1 choose the mode (0, 1: PEP 691 JSON; 2: PEP 503 HTML; 3: the
 // renderer alone), the rest salt the judge (a version is removed when a hash of it and the salt
-// is 0 mod 4); the project is "foo-bar". The rest of the input is the document.
+// is 0 mod 4, a file is too new when another hash of its name is 0 mod 8); the project is
+// "foo-bar". The rest of the input is the document.
 // Invariants, each a trap on violation:
 //   - JSON: the caller's document comes back byte for byte; on success the output is JSON
 //     (as for npm, a number out of double's range aside), each of its files has a string
-//     filename that its url names, of a version of foo-bar judged keep; no file of a removed
-//     version and no `versions` entry spelled as one is left; the counts add up; each
+//     filename that its url names, of a version of foo-bar judged keep, and is not too new;
+//     no file of a removed version and no `versions` entry spelled as one is left; the
+//     removed list holds each removed version and each kept one that lost a file; each
 //     version was judged once. If the output renders, the page passes the HTML filter with
 //     the same judge and keeps the same number of files.
 //   - HTML: on success, the output read again by the filter has no file removed or invalid,
@@ -27,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -56,19 +59,26 @@ class HashJudge : public pk::VersionJudge {
  public:
   explicit HashJudge(std::uint8_t salt) : salt_(salt) {}
   pk::VersionVerdict judge(std::string_view version, std::optional<std::int64_t>) const override {
-    const bool keep = keeps(version);
+    const bool keep = hash(version, salt_) % 4 != 0;
     auto [it, fresh] = verdicts.emplace(std::string(version), keep);
     check(fresh);  // judged once
     return keep ? pk::VersionVerdict{} : pk::VersionVerdict{Reason::PackageDenied, {}};
   }
-  bool keeps(std::string_view version) const {
-    std::uint32_t hash = 2166136261u ^ salt_;
-    for (const char c : version) {
+  // One file in eight is too new, whatever its version's verdict.
+  bool fileTooNew(std::string_view file, std::optional<std::int64_t>) const override {
+    const bool too_new = hash(file, salt_ ^ 0x5a5au) % 8 == 0;
+    files.emplace(std::string(file), too_new);
+    return too_new;
+  }
+  static std::uint32_t hash(std::string_view text, std::uint32_t seed) {
+    std::uint32_t hash = 2166136261u ^ seed;
+    for (const char c : text) {
       hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
     }
-    return hash % 4 != 0;
+    return hash;
   }
-  mutable std::map<std::string, bool, std::less<>> verdicts;
+  mutable std::map<std::string, bool, std::less<>> verdicts;  // version: kept
+  mutable std::map<std::string, bool, std::less<>> files;     // file name: too new
 
  private:
   std::uint8_t salt_;
@@ -88,6 +98,20 @@ std::string pipVersion(std::string_view file_name) {
     pk::appendPipVersion(text, *version);
   }
   return text;
+}
+
+// The versions a filter lists as removed: those judged out, and those kept that lost a file.
+std::size_t expectedRemoved(const HashJudge& judge) {
+  std::set<std::string> partial;
+  for (const auto& [file, too_new] : judge.files) {
+    const auto it = judge.verdicts.find(pipVersion(file));
+    if (too_new && it != judge.verdicts.end() && it->second) {
+      partial.insert(it->first);
+    }
+  }
+  const auto out = static_cast<std::size_t>(std::count_if(
+      judge.verdicts.begin(), judge.verdicts.end(), [](const auto& v) { return !v.second; }));
+  return out + partial.size();
 }
 
 void checkRendered(const std::string& html) {
@@ -128,13 +152,11 @@ void fuzzJson(const std::string& input, std::uint8_t salt) {
     check(named && *named == filename);
     const auto it = judge.verdicts.find(pipVersion(filename));
     check(it != judge.verdicts.end() && it->second);
+    const auto file_it = judge.files.find(filename);
+    check(file_it != judge.files.end() && !file_it->second);
     ++files;
   }
-  std::size_t removed = 0;
-  for (const auto& [version, keep] : judge.verdicts) {
-    removed += keep ? 0 : 1;
-  }
-  check(result->removed.size() == removed);
+  check(result->removed.size() == expectedRemoved(judge));
   check(files == result->kept_files);
   simdjson::dom::array versions;
   if (root["versions"].get_array().get(versions) == simdjson::SUCCESS) {
@@ -162,9 +184,7 @@ void fuzzHtml(const std::string& input, std::uint8_t salt) {
     return;
   }
   check(result->body.size() <= input.size());
-  check(result->removed.size() ==
-        static_cast<std::size_t>(std::count_if(judge.verdicts.begin(), judge.verdicts.end(),
-                                               [](const auto& v) { return !v.second; })));
+  check(result->removed.size() == expectedRemoved(judge));
   HashJudge again(salt);
   auto reread = pk::filterSimpleHtml(result->body, kProject, again);
   check(reread.ok());

@@ -381,6 +381,7 @@ bool Exchange::serveHeldMetadata() {
   const MetadataFacts facts{host_.sandboxView().advisories, unixTimeMs(), &known};
   const ServedMetadata& served = metadata_.finish(*sandbox().policy->packages, facts);
   known.learn(record_.package.package.ecosystem, record_.package.package.name, served.published);
+  known.learnPypiFiles(record_.package.package.name, served.uploaded);
   record_.package.filtered = true;
   record_.package.removed = served.removed;
   if (served.reason != policy::Reason::None) {

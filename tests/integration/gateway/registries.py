@@ -253,14 +253,14 @@ def _metadata(name, version, requires, requires_python):
     return ("\n".join(lines) + "\n").encode()
 
 
-def build_wheel(name, version, metadata):
-    """A pure-Python py3-none-any wheel: NAME/__init__.py with __version__, METADATA, WHEEL,
-    RECORD with each file's hash."""
+def build_wheel(name, version, metadata, tag="py3-none-any", marker=b""):
+    """A pure-Python wheel (py3-none-any unless `tag` says): NAME/__init__.py with __version__
+    (and `marker` after it), METADATA, WHEEL, RECORD with each file's hash."""
     module, dist = wheel_name(name), "%s-%s.dist-info" % (wheel_name(name), version)
-    files = {module + "/__init__.py": ("__version__ = %r\n" % version).encode(),
+    files = {module + "/__init__.py": ("__version__ = %r\n" % version).encode() + marker,
              dist + "/METADATA": metadata,
              dist + "/WHEEL": b"Wheel-Version: 1.0\nGenerator: sluice-tests\n"
-                              b"Root-Is-Purelib: true\nTag: py3-none-any\n",
+                              b"Root-Is-Purelib: true\nTag: " + tag.encode() + b"\n",
              dist + "/top_level.txt": (module + "\n").encode()}
     record = ["%s,sha256=%s,%d" % (path, base64.urlsafe_b64encode(hashlib.sha256(data).digest())
                                    .rstrip(b"=").decode(), len(data))
@@ -296,6 +296,7 @@ class PypiFile:
     data: bytes
     url_path: str
     metadata: bytes
+    published: float = None          # its own upload time; None: its release's
 
 
 @dataclass
@@ -352,6 +353,22 @@ class PypiIndex:
         self._write_root()
         return release
 
+    def add_wheel(self, name, version, tag, age, marker=b""):
+        """Upload one more wheel of NAME VERSION, tagged `tag`, `age` seconds before `now`: a
+        PyPI release takes new files at any time. Its module holds `marker` too."""
+        release = self.projects[normalize(name)][version]
+        metadata = release.files["wheel"].metadata
+        filename = "%s-%s-%s.whl" % (wheel_name(name), version, tag)
+        data = build_wheel(name, version, metadata, tag=tag, marker=marker)
+        blake = hashlib.blake2b(data, digest_size=32).hexdigest()
+        url_path = "%s/packages/%s/%s/%s/%s" % (self.prefix, blake[:2], blake[2:4], blake[4:],
+                                                filename)
+        release.files[tag] = PypiFile(filename, "wheel", data, url_path, metadata,
+                                      self.now - age)
+        _write(self._file(url_path), data)
+        self.rewrite(name)
+        return release.files[tag]
+
     # -- URLs and paths --
 
     def project_path(self, name):
@@ -391,7 +408,8 @@ class PypiIndex:
         for release, f in self._files(name):
             entry = {"filename": f.filename, "url": self.files_base_url + f.url_path,
                      "hashes": {"sha256": hashlib.sha256(f.data).hexdigest()},
-                     "size": len(f.data), "upload-time": _iso(release.published, 6),
+                     "size": len(f.data),
+                     "upload-time": _iso(f.published or release.published, 6),
                      "yanked": release.yanked if release.yanked is not None else False}
             if release.requires_python:
                 entry["requires-python"] = release.requires_python
@@ -436,8 +454,8 @@ class PypiIndex:
                                  "blake2b_256": hashlib.blake2b(f.data, digest_size=32)
                                  .hexdigest()},
                      "size": len(f.data), "requires_python": r.requires_python,
-                     "upload_time": _iso(r.published, 0)[:-1],
-                     "upload_time_iso_8601": _iso(r.published, 6),
+                     "upload_time": _iso(f.published or r.published, 0)[:-1],
+                     "upload_time_iso_8601": _iso(f.published or r.published, 6),
                      "yanked": bool(r.yanked), "yanked_reason": None if r.yanked in (None, True)
                      else r.yanked} for f in r.files.values()]
         doc = {"info": {"name": release.name, "version": version, "summary": "test package " +

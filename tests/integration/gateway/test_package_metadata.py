@@ -16,17 +16,20 @@ registry_server.py (npm at allowed.test/npm/, PyPI at allowed.test/pypi/):
   - HTTP/2 clients get the same filtered document;
   - with a minimum age, npm and pip install the newest versions old enough (npm's packument is
     asked for in its full form, which has `time`), `exempt` names are not held to it, and a too
-    new file is refused (`package_too_new`) whatever asks for it.
+    new file is refused (`package_too_new`) whatever asks for it; a PyPI file is as new as its
+    own upload, whatever its release's other files.
 """
 import gzip
 import json
 import os
+import sys
 
 import pytest
 
 import clients
 from gateway import Gateway, Runner
 import registry_clients as rc
+from registries import normalize
 from registry_server import (STANDARD_NPM_OLDER_THAN_7D, STANDARD_PYPI_OLDER_THAN_7D,
                              publish_standard, registry_rules, serve)
 
@@ -329,6 +332,43 @@ def test_a_too_new_file_is_refused_whatever_asks_for_it(firewall, reg, scratch):
     refused = [rec for rec in gw.audit.since(0) if rec["reason"] == "package_too_new"]
     assert refused and all(rec["status"] == 403 and rec["package"]["kind"] == "file"
                            for rec in refused)
+
+
+def test_a_pypi_file_is_as_new_as_its_own_upload(firewall, reg, scratch):
+    """A PyPI release takes files at any time: a wheel uploaded an hour ago to a month-old
+    release leaves the page and is refused as a file, while the release's older files install
+    (docs/packages.md#the-age-rule)."""
+    name = "lib-late"
+    if normalize(name) not in reg.pypi.projects:  # (the module's registry is shared)
+        reg.pypi.publish(name, "1.0", age=30 * 24 * 3600)
+        # pip ranks this interpreter's tag above py3-none-any, so it picks the late wheel
+        # whenever it is listed.
+        reg.pypi.add_wheel(name, "1.0", "py%d%d-none-any" % sys.version_info[:2], age=3600,
+                           marker=b"ADDED_LATER = True\n")
+    old = reg.pypi.file(name, "1.0")
+    late = reg.pypi.file(name, "1.0", "py%d%d-none-any" % sys.version_info[:2])
+    # Without the age rule pip takes the late wheel; with it, the old one.
+    for packages, fetched, skipped in (({"deny": ["nothing-here"]}, late, old),
+                                       ({"min_age": "7d"}, old, late)):
+        gw = firewall(packages)
+        mark = len(reg.access())
+        install_scratch = os.path.join(scratch, fetched.filename)
+        os.makedirs(install_scratch)
+        r, target = rc.pip_through(gw, reg, install_scratch, [name])
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert rc.pip_installed(target) == {name: "1.0"}
+        uris = [e["uri"] for e in reg.access()[mark:]]
+        assert fetched.url_path in uris and skipped.url_path not in uris, uris
+    # The page's record lists the version that lost a file.
+    record = metadata_records(gw, name)[-1]
+    assert record["package"]["removed"] == {
+        "count": 1, "versions": [{"version": "1.0", "reason": "package_too_new",
+                                  "advisory": None}]}, record
+    # Asked for directly, the late wheel is refused by its own time; the old one is served.
+    status = get(gw, reg, late.url_path)
+    assert status.http_code == 403 and status.sluice_reason == "package_too_new"
+    assert b"this file was uploaded 1 hours ago" in status.body, status.body
+    assert get(gw, reg, old.url_path).http_code == 200
 
 
 def npm_ci(gw, reg, scratch, project_from):

@@ -126,12 +126,10 @@ const Row kPypi[] = {
     {"/", "GET", "/packages/70/8e/0e2d847013cb/requests-2.31.0-py3-none-any.whl.metadata",
      Kind::File, "requests", "2.31.0"},
     {"/", "GET", "/packages/aa/bb/cc/requests-2.31.0.tar.gz", Kind::File, "requests", "2.31.0"},
-    {"/", "GET", "/packages/aa/bb/cc/python-dateutil-2.8.2.tar.gz", Kind::File,
-     "python-dateutil", "2.8.2"},
-    {"/", "GET", "/packages/aa/bb/cc/zope.interface-6.0.zip", Kind::File, "zope-interface",
-     "6.0"},
-    {"/", "GET", "/packages/aa/bb/cc/Foo_Bar-1.0-1-py3-none-any.whl", Kind::File, "foo-bar",
-     "1.0"},
+    {"/", "GET", "/packages/aa/bb/cc/python-dateutil-2.8.2.tar.gz", Kind::File, "python-dateutil",
+     "2.8.2"},
+    {"/", "GET", "/packages/aa/bb/cc/zope.interface-6.0.zip", Kind::File, "zope-interface", "6.0"},
+    {"/", "GET", "/packages/aa/bb/cc/Foo_Bar-1.0-1-py3-none-any.whl", Kind::File, "foo-bar", "1.0"},
     {"/", "GET", "/packages/aa/bb/cc/foo-1.0-py3.9.egg", Kind::File, "foo", "1.0"},
     {"/", "GET", "/packages/aa/bb/cc/foo-1!2.0rc1.tar.bz2", Kind::File, "foo", "1!2.0rc1"},
     // A file is read by its name wherever it is: a files host has no registry path.
@@ -160,6 +158,30 @@ TEST(PackageRequest, Pypi) {
   for (const Row& row : kPypi) {
     check(Ecosystem::Pypi, row);
   }
+}
+
+// A PyPI file's own name, for its own upload time (docs/packages.md#the-age-rule): as the URL
+// spells it once decoded, without a PEP 658 ".metadata" and the query; other kinds have none.
+TEST(PackageRequest, PypiFileName) {
+  const struct {
+    std::string_view target;
+    std::string_view file;
+  } cases[] = {
+      {"/packages/ab/cd/Foo_Bar-1.0-py3-none-any.whl", "Foo_Bar-1.0-py3-none-any.whl"},
+      {"/packages/ab/cd/foo_bar-1.0-py3-none-any.whl.metadata", "foo_bar-1.0-py3-none-any.whl"},
+      {"/packages/ab/cd/foo_bar-1.0.tar.gz?x=1", "foo_bar-1.0.tar.gz"},
+      {"/packages/ab/cd/foo%5Fbar-1.0.tar.gz", "foo_bar-1.0.tar.gz"},
+      {"/simple/foo-bar/", ""},
+      {"/pypi/foo-bar/1.0/json", ""},
+  };
+  RegistrySettings registry;
+  registry.ecosystem = Ecosystem::Pypi;
+  registry.path = "/";
+  for (const auto& c : cases) {
+    EXPECT_EQ(recognizePackageRequest(registry, "GET", c.target).file, c.file) << c.target;
+  }
+  registry.ecosystem = Ecosystem::Npm;
+  EXPECT_EQ(recognizePackageRequest(registry, "GET", "/left-pad/-/left-pad-1.0.0.tgz").file, "");
 }
 
 }  // namespace

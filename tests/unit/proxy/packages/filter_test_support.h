@@ -18,12 +18,20 @@ namespace sluice::proxy::packages::testing {
 
 // Removes the versions of `verdicts` as they say; with `max_published`, also every other
 // version published after it or with no time (as a minimum age would; PackageDenied stands
-// in for its reason). Records every call.
+// in for its reason). With `max_uploaded`, a file uploaded after it or with no time is too new.
+// Records every call.
 class TableJudge : public VersionJudge {
  public:
   std::map<std::string, VersionVerdict, std::less<>> verdicts;
   std::optional<std::int64_t> max_published;
+  std::optional<std::int64_t> max_uploaded;
   mutable std::vector<std::pair<std::string, std::optional<std::int64_t>>> calls;
+  mutable std::vector<std::pair<std::string, std::optional<std::int64_t>>> file_calls;
+
+  bool fileTooNew(std::string_view file, std::optional<std::int64_t> uploaded) const override {
+    file_calls.emplace_back(std::string(file), uploaded);
+    return max_uploaded && (!uploaded || *uploaded > *max_uploaded);
+  }
 
   VersionVerdict judge(std::string_view version,
                        std::optional<std::int64_t> published) const override {

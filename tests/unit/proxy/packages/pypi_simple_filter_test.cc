@@ -142,6 +142,56 @@ TEST(PypiSimpleJson, RemovesEveryFileOfARemovedVersion) {
   EXPECT_EQ(result->removed[0].advisory, "MAL-2025-7");
 }
 
+// A PyPI release takes files at any time: a wheel added today to a year-old release is a day
+// old (docs/packages.md#the-age-rule). A kept version's files are each judged by their own
+// upload time; the version stays listed while one of its files does.
+TEST(PypiSimpleJson, EachFileOfAKeptVersionIsJudgedByItsOwnUpload) {
+  std::string doc = page();
+  TableJudge judge;
+  judge.max_uploaded = 1672531200500;  // 2023-01-01T00:00:00.5Z: 2.0's sdist is older
+  auto result = filterSimpleJson(doc, "foo-bar", judge, kPypiOrder);
+  ASSERT_TRUE(result.ok()) << result.error().what;
+  const Read read = readOutput(result->body);
+  EXPECT_EQ(read.files,
+            (std::vector<std::string>{"Foo.Bar-0.9.zip", "foo_bar-1.0.tar.gz",
+                                      "foo_bar-1.0-py3-none-any.whl", "foo_bar-2.0.tar.gz"}));
+  // 3.0rc1 lost its only file; 2.0 kept one.
+  EXPECT_EQ(read.versions, (std::vector<std::string>{"0.9", "1.0", "2.0"}));
+  EXPECT_EQ(result->kept_files, 4u);
+  EXPECT_EQ(result->removed_files, 3u);
+  ASSERT_EQ(result->removed.size(), 2u);
+  EXPECT_EQ(result->removed[0].version, "2.0");
+  EXPECT_EQ(result->removed[0].reason, Reason::PackageTooNew);
+  EXPECT_FALSE(result->removed[0].whole);
+  EXPECT_EQ(result->removed[1].version, "3.0rc1");
+  EXPECT_EQ(result->removed[1].reason, Reason::PackageTooNew);
+  EXPECT_TRUE(result->removed[1].whole);
+  // Every valid file is asked about, in order, with its own time.
+  ASSERT_EQ(judge.file_calls.size(), kValidNames.size());
+  for (std::size_t i = 0; i < kValidNames.size(); ++i) {
+    EXPECT_EQ(judge.file_calls[i].first, kValidNames[i]);
+  }
+  EXPECT_EQ(judge.file_calls[4].second, std::optional<std::int64_t>(1672531201000));
+}
+
+TEST(PypiSimpleJson, ARemovedVersionLosesEveryFileWhateverTheirTimes) {
+  std::string doc = page();
+  TableJudge judge;
+  judge.remove("1.0", Reason::PackageMalicious, "MAL-2025-9");
+  judge.max_uploaded = 1672531200500;
+  auto result = filterSimpleJson(doc, "foo-bar", judge, kPypiOrder);
+  ASSERT_TRUE(result.ok()) << result.error().what;
+  const Read read = readOutput(result->body);
+  EXPECT_EQ(read.files, (std::vector<std::string>{"Foo.Bar-0.9.zip", "foo_bar-2.0.tar.gz"}));
+  EXPECT_EQ(read.versions, (std::vector<std::string>{"0.9", "2.0"}));
+  ASSERT_EQ(result->removed.size(), 3u);
+  EXPECT_EQ(result->removed[0].version, "1.0");
+  EXPECT_EQ(result->removed[0].reason, Reason::PackageMalicious);  // the version's reason
+  EXPECT_TRUE(result->removed[0].whole);
+  // The removed version's files were asked about too: a judge sees every upload time.
+  EXPECT_EQ(judge.file_calls.size(), kValidNames.size());
+}
+
 TEST(PypiSimpleJson, VersionsEntriesGoByTheOrderNotOnlyByBytes) {
   std::string doc = page(kFiles, R"(["0.9","1.0.0","2.0"])");
   TableJudge judge;

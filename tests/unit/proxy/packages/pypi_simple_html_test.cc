@@ -137,6 +137,24 @@ TEST(PypiSimpleHtml, RemovesTheAnchorsOfRemovedVersions) {
   EXPECT_FALSE(judge.calls[0].second.has_value());
 }
 
+// An HTML page gives no upload times: each file is asked about by its name (the judge may
+// know its time from a JSON page before) and goes when the judge finds it too new.
+TEST(PypiSimpleHtml, EachFileIsAskedAboutByItsName) {
+  TableJudge judge;
+  judge.max_uploaded = 0;  // every file without a time is too new
+  auto result = filterSimpleHtml(kPage, "Foo.Bar", judge);
+  ASSERT_TRUE(result.ok()) << result.error().what;
+  EXPECT_EQ(result->kept_files, 0u);
+  EXPECT_EQ(result->removed_files, 3u);
+  ASSERT_EQ(judge.file_calls.size(), 3u);
+  EXPECT_EQ(judge.file_calls[0].first, "foo_bar-1.0.tar.gz");
+  EXPECT_EQ(judge.file_calls[1].first, "foo_bar-2.0-py3-none-any.whl");
+  EXPECT_FALSE(judge.file_calls[1].second.has_value());
+  ASSERT_EQ(result->removed.size(), 2u);
+  EXPECT_TRUE(result->removed[0].whole && result->removed[1].whole);
+  EXPECT_EQ(result->body.find("<a "), std::string::npos) << result->body;
+}
+
 struct HtmlCase {
   const char* name;
   std::string page;

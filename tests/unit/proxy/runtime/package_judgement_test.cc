@@ -47,7 +47,8 @@ PackageJudgement fileRequest(Ecosystem ecosystem, std::string_view target) {
 }
 
 // left-pad 1.0.0 is 30 days old, 1.1.0 an hour, 1.2.0 exactly a week, 2.0.0 from a clock
-// ahead; PyPI's foo-bar 2.0 is 30 days old.
+// ahead; PyPI's foo-bar 2.0 is 30 days old and 3.0 an hour, and so are their files the page
+// listed, but for a wheel added to 2.0 an hour ago.
 const PublishTimes& known() {
   static PublishTimes times;
   static const bool learned = [] {
@@ -60,6 +61,12 @@ const PublishTimes& known() {
                                                                     {"3.0", kNow - kHour}};
     times.learn(Ecosystem::Pypi, "foo-bar", pypi);
     times.learn(Ecosystem::Pypi, "my-pkg", pypi);
+    const std::vector<std::pair<std::string, std::int64_t>> files = {
+        {"foo_bar-2.0.tar.gz", kNow - 30 * kDay},
+        {"foo_bar-2.0-py3-none-any.whl", kNow - 30 * kDay},
+        {"foo_bar-2.0-cp312-cp312-manylinux_2_17_x86_64.whl", kNow - kHour},
+        {"foo_bar-3.0-py3-none-any.whl", kNow - kHour}};
+    times.learnPypiFiles("foo-bar", files);
     return true;
   }();
   EXPECT_TRUE(learned);
@@ -107,16 +114,37 @@ TEST(JudgePackageAge, Table) {
        "/left-pad/-/left-pad-1.1.0.tgz", Reason::None, ""},
       {"no version: a packument", ageSettings(kWeek), false, Ecosystem::Npm, "/left-pad",
        Reason::None, ""},
-      {"PyPI file, 30 days old, 2.0.0 is 2.0", ageSettings(kWeek), true, Ecosystem::Pypi,
-       "/packages/ab/cd/foo_bar-2.0.0.tar.gz", Reason::None, ""},
+      // A PyPI file is as old as its own upload (docs/packages.md#the-age-rule).
+      {"PyPI sdist, 30 days old", ageSettings(kWeek), true, Ecosystem::Pypi,
+       "/packages/ab/cd/foo_bar-2.0.tar.gz", Reason::None, ""},
+      {"PyPI wheel, 30 days old, and its PEP 658 metadata", ageSettings(kWeek), true,
+       Ecosystem::Pypi, "/packages/ab/cd/foo_bar-2.0-py3-none-any.whl.metadata", Reason::None, ""},
       {"PyPI wheel, an hour old", ageSettings(kWeek), true, Ecosystem::Pypi,
        "/packages/ab/cd/foo_bar-3.0-py3-none-any.whl", Reason::PackageTooNew,
-       "pypi package 'foo-bar' 3.0 was published 1 hours ago, less than packages.min_age (7d)"},
+       "pypi package 'foo-bar' 3.0: this file was uploaded 1 hours ago, less than "
+       "packages.min_age (7d)"},
+      {"PyPI wheel added an hour ago to a release 30 days old", ageSettings(kWeek), true,
+       Ecosystem::Pypi, "/packages/ab/cd/foo_bar-2.0-cp312-cp312-manylinux_2_17_x86_64.whl",
+       Reason::PackageTooNew,
+       "pypi package 'foo-bar' 2.0: this file was uploaded 1 hours ago, less than "
+       "packages.min_age (7d)"},
+      {"PyPI file of a known version the page never listed", ageSettings(kWeek), true,
+       Ecosystem::Pypi, "/packages/ab/cd/foo_bar-2.0-py2-none-any.whl", Reason::PackageTooNew,
+       "pypi package 'foo-bar' 2.0: this file" + kUnknown},
+      {"PyPI file in another spelling of its version", ageSettings(kWeek), true, Ecosystem::Pypi,
+       "/packages/ab/cd/foo_bar-2.0.0.tar.gz", Reason::PackageTooNew,
+       "pypi package 'foo-bar' 2.0.0: this file" + kUnknown},
       {"PyPI exempt in another spelling", ageSettings(kWeek, {"My_Pkg"}), true, Ecosystem::Pypi,
        "/packages/ab/cd/my_pkg-3.0.tar.gz", Reason::None, ""},
       {"PyPI unknown", ageSettings(kWeek), true, Ecosystem::Pypi,
        "/packages/ab/cd/foo_bar-4.0.tar.gz", Reason::PackageTooNew,
-       "pypi package 'foo-bar' 4.0" + kUnknown},
+       "pypi package 'foo-bar' 4.0: this file" + kUnknown},
+      // A PyPI version document is as old as the version: its earliest file.
+      {"PyPI version document, 30 days old", ageSettings(kWeek), true, Ecosystem::Pypi,
+       "/pypi/foo-bar/2.0/json", Reason::None, ""},
+      {"PyPI version document, an hour old", ageSettings(kWeek), true, Ecosystem::Pypi,
+       "/pypi/foo-bar/3.0/json", Reason::PackageTooNew,
+       "pypi package 'foo-bar' 3.0 was published 1 hours ago, less than packages.min_age (7d)"},
       {"the age in days", ageSettings(std::chrono::milliseconds(2 * kDay)), true, Ecosystem::Npm,
        "/left-pad/-/left-pad-1.1.0.tgz", Reason::PackageTooNew,
        "npm package 'left-pad' 1.1.0 was published 1 hours ago, less than packages.min_age (2d)"},

@@ -58,12 +58,15 @@ policy::PackageSettings ageSettings(std::vector<std::string_view> exempt = {}) {
 }
 
 // The sandbox learned before: left-pad 1.0.1 is a month old, and so (it once said) is 1.3.0;
-// foo-bar 3.0 and 1.0 are a month old.
+// foo-bar 3.0 and 1.0 are a month old, and so are the files foo_bar-3.0.tar.gz and
+// foo_bar-1.0.tar.gz (but not foo_bar-3.0-py3-none-any.whl).
 const PublishTimes& known() {
   static PublishTimes times;
   static const bool learned = [] {
     times.learn(Ecosystem::Npm, "left-pad", Published{{"1.0.1", kMonthAgoMs}, {"1.3.0", 0}});
     times.learn(Ecosystem::Pypi, "foo-bar", Published{{"3.0", kMonthAgoMs}, {"1.0", kMonthAgoMs}});
+    times.learnPypiFiles("foo-bar", Published{{"foo_bar-3.0.tar.gz", kMonthAgoMs},
+                                              {"foo_bar-1.0.tar.gz", kMonthAgoMs}});
     return true;
   }();
   EXPECT_TRUE(learned);
@@ -243,8 +246,9 @@ std::string simpleFile(std::string_view file, std::optional<std::string_view> up
   return out + "}";
 }
 
-// foo-bar: 1.0 a month old; 1.5's files a month and an hour (the earliest counts); 2.0's an
-// hour and two; 3.0 and 4.0 without upload-time (the sandbox learned 3.0 is a month old).
+// foo-bar: 1.0 a month old; 1.5's wheel a month and its sdist an hour (added to the release
+// since); 2.0's an hour and two; 3.0 and 4.0 without upload-time (the sandbox learned 3.0's
+// sdist is a month old, and nothing of its wheel).
 std::string agedSimpleJson() {
   std::string doc = R"({"meta":{"api-version":"1.1"},"name":"foo-bar","files":[)";
   doc += simpleFile("foo_bar-1.0.tar.gz", kMonthAgo) + ",";
@@ -253,6 +257,7 @@ std::string agedSimpleJson() {
   doc += simpleFile("foo_bar-2.0.tar.gz", kHourAgo) + ",";
   doc += simpleFile("foo_bar-2.0-py3-none-any.whl", kTwoHoursAgo) + ",";
   doc += simpleFile("foo_bar-3.0.tar.gz", std::nullopt) + ",";
+  doc += simpleFile("foo_bar-3.0-py3-none-any.whl", std::nullopt) + ",";
   doc += simpleFile("foo_bar-4.0.tar.gz", std::nullopt);
   return doc + R"(],"versions":["1.0","1.5","2.0","3.0","4.0"]})";
 }
@@ -263,20 +268,34 @@ TEST(ServeFilteredMetadata, PypiPageLosesFilesUploadedWithinMinAge) {
         serve(ageSettings(), request(Ecosystem::Pypi, "/simple/Foo_Bar/"),
               "application/vnd.pypi.simple.v1+json", agedSimpleJson(), form);
     ASSERT_EQ(served.reason, Reason::None) << served.detail;
-    EXPECT_EQ(removedVersions(served), (std::vector<std::string>{"2.0", "4.0"}));
+    EXPECT_EQ(removedVersions(served), (std::vector<std::string>{"1.5", "2.0", "3.0", "4.0"}));
     for (const packages::RemovedVersion& removed : served.removed) {
       EXPECT_EQ(removed.reason, Reason::PackageTooNew) << removed.version;
       EXPECT_TRUE(removed.advisory.empty());
+      // 1.5 and 3.0 keep a file each: they stay listed.
+      EXPECT_EQ(removed.whole, removed.version == "2.0" || removed.version == "4.0")
+          << removed.version;
     }
-    EXPECT_EQ(served.body.find("foo_bar-2.0"), std::string::npos) << served.body;
-    EXPECT_EQ(served.body.find("foo_bar-4.0"), std::string::npos) << served.body;
-    for (std::string_view file : {"foo_bar-1.0.tar.gz", "foo_bar-1.5.tar.gz",
-                                  "foo_bar-1.5-py3-none-any.whl", "foo_bar-3.0.tar.gz"}) {
+    for (std::string_view gone :
+         {"foo_bar-1.5.tar.gz", "foo_bar-2.0", "foo_bar-3.0-py3", "foo_bar-4.0"}) {
+      EXPECT_EQ(served.body.find(gone), std::string::npos) << gone << ": " << served.body;
+    }
+    for (std::string_view file :
+         {"foo_bar-1.0.tar.gz", "foo_bar-1.5-py3-none-any.whl", "foo_bar-3.0.tar.gz"}) {
       EXPECT_NE(served.body.find(file), std::string::npos) << file << ": " << served.body;
     }
-    // One time per version: the earliest of its files.
+    if (form == SimplePageForm::Json) {
+      EXPECT_NE(served.body.find(R"("versions":["1.0","1.5","3.0"])"), std::string::npos)
+          << served.body;
+    }
+    // One time per version, the earliest of its files; and each file's own.
     EXPECT_EQ(served.published,
               (Published{{"1.0", kMonthAgoMs}, {"1.5", kMonthAgoMs}, {"2.0", kTwoHoursAgoMs}}));
+    EXPECT_EQ(served.uploaded, (Published{{"foo_bar-1.0.tar.gz", kMonthAgoMs},
+                                          {"foo_bar-1.5.tar.gz", kHourAgoMs},
+                                          {"foo_bar-1.5-py3-none-any.whl", kMonthAgoMs},
+                                          {"foo_bar-2.0.tar.gz", kHourAgoMs},
+                                          {"foo_bar-2.0-py3-none-any.whl", kTwoHoursAgoMs}}));
   }
 }
 
@@ -285,15 +304,20 @@ TEST(ServeFilteredMetadata, PypiHtmlHasNoTimesOnlyLearnedOnes) {
       "<!DOCTYPE html>\n<html>\n  <body>\n"
       "    <a href=\"https://h/p/foo_bar-1.0.tar.gz#sha256=ab12\">foo_bar-1.0.tar.gz</a><br />\n"
       "    <a href=\"https://h/p/foo_bar-2.0.tar.gz#sha256=ef56\">foo_bar-2.0.tar.gz</a><br />\n"
+      "    <a href=\"https://h/p/foo_bar-3.0-py3-none-any.whl\">foo_bar-3.0-py3-none-any.whl</a>"
+      "<br />\n"
       "  </body>\n</html>\n";
   const ServedMetadata served =
       serve(ageSettings(), request(Ecosystem::Pypi, "/simple/foo-bar/"), "text/html", html);
   ASSERT_EQ(served.reason, Reason::None) << served.detail;
-  EXPECT_EQ(removedVersions(served), std::vector<std::string>{"2.0"});
+  // 3.0 is known a month old, but not this file of it: the file goes, and so the version.
+  EXPECT_EQ(removedVersions(served), (std::vector<std::string>{"2.0", "3.0"}));
   EXPECT_EQ(served.removed[0].reason, Reason::PackageTooNew);
   EXPECT_NE(served.body.find("foo_bar-1.0.tar.gz</a>"), std::string::npos) << served.body;
   EXPECT_EQ(served.body.find("foo_bar-2.0"), std::string::npos) << served.body;
+  EXPECT_EQ(served.body.find("foo_bar-3.0"), std::string::npos) << served.body;
   EXPECT_TRUE(served.published.empty());
+  EXPECT_TRUE(served.uploaded.empty());
 }
 
 // No filter reads PyPI's JSON API yet (docs/packages.md#metadata): with the age rule it is

@@ -85,6 +85,35 @@ TEST(PublishTimes, AVersionTextPastTheBoundIsNotLearned) {
   EXPECT_EQ(times.size(), 1u);
 }
 
+// A PyPI file is kept by its exact name, apart from its version's time and from every other
+// file of it (docs/packages.md#the-age-rule); a name past the bound is not learned.
+TEST(PublishTimes, PypiFilesAreKeptByTheirNames) {
+  PublishTimes times;
+  times.learn(Ecosystem::Pypi, "foo-bar", Times{{"2.0", 1000}});
+  const std::string longest =
+      "foo_bar-2.0-" + std::string(PublishTimes::kMaxFileNameLength - 16, 'x') + ".whl";
+  const std::string longer =
+      "foo_bar-2.0-" + std::string(PublishTimes::kMaxFileNameLength - 15, 'x') + ".whl";
+  ASSERT_EQ(longest.size(), PublishTimes::kMaxFileNameLength);
+  times.learnPypiFiles("foo-bar", Times{{"foo_bar-2.0.tar.gz", 2000},
+                                        {"foo_bar-2.0-py3-none-any.whl", 3000},
+                                        {longest, 4000},
+                                        {longer, 5000}});
+  times.learnPypiFiles("other", Times{});
+  EXPECT_EQ(times.size(), 4u);
+  EXPECT_EQ(times.findPypiFile("foo-bar", "foo_bar-2.0.tar.gz"), 2000);
+  EXPECT_EQ(times.findPypiFile("foo-bar", "foo_bar-2.0-py3-none-any.whl"), 3000);
+  EXPECT_EQ(times.findPypiFile("foo-bar", longest), 4000);
+  EXPECT_EQ(times.findPypiFile("foo-bar", longer), std::nullopt);
+  // Not by another spelling, another project, or the version's time.
+  EXPECT_EQ(times.findPypiFile("foo-bar", "foo_bar-2.0.0.tar.gz"), std::nullopt);
+  EXPECT_EQ(times.findPypiFile("foo-bar", "Foo_Bar-2.0.tar.gz"), std::nullopt);
+  EXPECT_EQ(times.findPypiFile("foo", "foo_bar-2.0.tar.gz"), std::nullopt);
+  EXPECT_EQ(times.findPypiFile("foo-bar", "2.0"), std::nullopt);
+  EXPECT_EQ(times.find(Ecosystem::Pypi, "foo-bar", "foo_bar-2.0.tar.gz"), std::nullopt);
+  EXPECT_EQ(times.find(Ecosystem::Pypi, "foo-bar", "2.0"), 1000);
+}
+
 TEST(PublishTimes, ALaterDocumentReplacesATime) {
   PublishTimes times;
   times.learn(Ecosystem::Npm, "left-pad", Times{{"1.0.0", 1000}});

@@ -8,6 +8,10 @@
 #include <simdjson.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -104,6 +108,32 @@ WalkEnd walkArray(ondemand::array array, const char* open, const PaddedDocument&
   return close;
 }
 
+// The members of an object whose span was validated already (validatedValue), for a filter
+// that reads a few of them: `on_member(key, quote, value_begin, field)` for each, with `key`
+// plain (a key written with an escape is an error: the filter could misread it), `quote` its
+// opening quote and `value_begin` the first byte of its value. on_member returns a
+// MetadataError to stop, or nullopt to go on.
+template <class OnMember>
+Result<Ok, MetadataError> readMembers(ondemand::object& object, const char* begin,
+                                      const PaddedDocument& doc, OnMember&& on_member) {
+  for (auto item : object) {
+    ondemand::field field;
+    if (std::move(item).get(field) != simdjson::SUCCESS) {
+      return Err{walkError("not JSON", doc, begin).error()};
+    }
+    const char* quote = field.key().raw() - 1;
+    const char* key_end = nullptr;
+    const std::string_view key = plainKey(quote, &key_end);
+    if (key_end == nullptr) {
+      return Err{walkError("a key the filter reads is written with an escape", doc, quote).error()};
+    }
+    if (std::optional<MetadataError> error = on_member(key, quote, valueAfterKey(key_end), field)) {
+      return Err{*error};
+    }
+  }
+  return Ok{};
+}
+
 // The end of the value at `begin`, validated, or the error.
 inline WalkEnd validatedValue(const char* begin, const PaddedDocument& doc) {
   const char* end = endOfJsonValue(begin);
@@ -159,6 +189,51 @@ Result<Ok, MetadataError> walkDocument(ondemand::parser& parser, ondemand::docum
     return Err{MetadataError{"bytes after the document", doc.offsetOf(*close)}};
   }
   return Ok{};
+}
+
+// A filter's output, written by `filter.write(sink)` twice: once to count its bytes, then into
+// `out` reserved to that size (one allocation, no copy as it grows; `out` is cleared first).
+struct CountingSink {
+  std::size_t size = 0;
+  void put(std::string_view s) { size += s.size(); }
+  void put(char) { ++size; }
+};
+struct StringSink {
+  std::string& out;
+  void put(std::string_view s) { out.append(s); }
+  void put(char c) { out.push_back(c); }
+};
+template <class Filter>
+void writeExactly(const Filter& filter, std::string& out) {
+  CountingSink count;
+  filter.write(count);
+  out.clear();
+  out.reserve(count.size);
+  StringSink sink{out};
+  filter.write(sink);
+}
+
+// A filter's run over the document it was made on: read with simdjson, judged (`judge(out)`),
+// and written into `out.*body` exactly. simdjson's index (4 bytes per structural character) is
+// freed before the output is allocated: the peak is the document and the larger of the two,
+// not both. A document of 4 GiB or more is refused first: the filters keep 32-bit offsets,
+// and simdjson reads no more.
+template <class Out, class Filter, class Judge>
+Result<Out, MetadataError> runFilter(const PaddedDocument& doc, Filter& filter,
+                                     std::string Out::*body, Judge&& judge) {
+  if (doc.paddedSize() >= std::numeric_limits<std::uint32_t>::max()) {
+    return Err{MetadataError{"larger than 4 GiB", 0}};
+  }
+  Out out;
+  {
+    ondemand::parser parser;
+    if (auto read = filter.read(parser); !read.ok()) {
+      return Err{read.error()};
+    }
+    judge(out);
+  }
+  writeExactly(filter, out.*body);
+  return out;
 }
 
 }  // namespace sluice::proxy::packages

@@ -41,17 +41,6 @@ struct TagEntry : Entry {
 
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
-struct CountingSink {
-  std::size_t size = 0;
-  void put(std::string_view s) { size += s.size(); }
-  void put(char) { ++size; }
-};
-struct StringSink {
-  std::string& out;
-  void put(std::string_view s) { out.append(s); }
-  void put(char c) { out.push_back(c); }
-};
-
 class PackumentFilter {
  public:
   PackumentFilter(const PaddedDocument& doc, const VersionJudge& judge, const VersionOrder& order)
@@ -108,14 +97,43 @@ class PackumentFilter {
     decideTags(out);
   }
 
-  // The filtered document, written once into a buffer of its exact size.
-  void write(std::string& json) const {
-    CountingSink count;
-    write(count);
-    json.clear();
-    json.reserve(count.size);
-    StringSink sink{json};
-    write(sink);
+  // The filtered document, to a sink (writeExactly: counted, then written).
+  template <class Sink>
+  void write(Sink& out) const {
+    out.put('{');
+    bool first = true;
+    const auto separate = [&] {
+      if (!first) {
+        out.put(',');
+      }
+      first = false;
+    };
+    bool has_tags = false;
+    for (const TopMember& m : top_) {
+      separate();
+      if (m.kind == TopKind::Other) {
+        out.put(text(m.key_begin, m.value_end));
+        continue;
+      }
+      out.put(text(m.key_begin, m.value_begin));
+      out.put('{');
+      if (m.kind == TopKind::Versions) {
+        writeKept(out, versions_);
+      } else if (m.kind == TopKind::Time) {
+        writeKept(out, times_);
+      } else {
+        writeTags(out);
+        has_tags = true;
+      }
+      out.put('}');
+    }
+    if (!has_tags && added_latest_ != kNone) {
+      separate();
+      out.put("\"dist-tags\":{\"latest\":");
+      out.put(keyToken(versions_[added_latest_]));
+      out.put('}');
+    }
+    out.put('}');
   }
 
  private:
@@ -312,44 +330,6 @@ class PackumentFilter {
     }
   }
 
-  template <class Sink>
-  void write(Sink& out) const {
-    out.put('{');
-    bool first = true;
-    const auto separate = [&] {
-      if (!first) {
-        out.put(',');
-      }
-      first = false;
-    };
-    bool has_tags = false;
-    for (const TopMember& m : top_) {
-      separate();
-      if (m.kind == TopKind::Other) {
-        out.put(text(m.key_begin, m.value_end));
-        continue;
-      }
-      out.put(text(m.key_begin, m.value_begin));
-      out.put('{');
-      if (m.kind == TopKind::Versions) {
-        writeKept(out, versions_);
-      } else if (m.kind == TopKind::Time) {
-        writeKept(out, times_);
-      } else {
-        writeTags(out);
-        has_tags = true;
-      }
-      out.put('}');
-    }
-    if (!has_tags && added_latest_ != kNone) {
-      separate();
-      out.put("\"dist-tags\":{\"latest\":");
-      out.put(keyToken(versions_[added_latest_]));
-      out.put('}');
-    }
-    out.put('}');
-  }
-
   template <class Sink, class T>
   void writeKept(Sink& out, const std::vector<T>& entries) const {
     bool first = true;
@@ -413,22 +393,9 @@ Result<FilteredPackument, MetadataError> filterNpmPackument(std::string& documen
                                                             const VersionJudge& judge,
                                                             const VersionOrder& order) {
   const PaddedDocument doc(document);
-  if (tooLarge(doc)) {
-    return Err{MetadataError{"larger than 4 GiB", 0}};
-  }
   PackumentFilter filter(doc, judge, order);
-  FilteredPackument out;
-  {
-    // simdjson's index (4 bytes per structural character) is freed before the output is
-    // allocated: the peak is the document and the larger of the two, not both.
-    ondemand::parser parser;
-    if (auto read = filter.read(parser); !read.ok()) {
-      return Err{read.error()};
-    }
-    filter.judge(out);
-  }
-  filter.write(out.json);
-  return out;
+  return runFilter<FilteredPackument>(doc, filter, &FilteredPackument::json,
+                                      [&](FilteredPackument& out) { filter.judge(out); });
 }
 
 Result<NpmVersionDocument, MetadataError> judgeNpmVersionDocument(

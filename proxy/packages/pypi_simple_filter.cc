@@ -169,45 +169,41 @@ class SimpleJsonFilter {
     }
     // The span is valid JSON: simdjson walks it only for the three members read.
     FileFields fields;
-    for (auto item : object) {
-      ondemand::field field;
-      if (std::move(item).get(field) != simdjson::SUCCESS) {
-        return walkError("not JSON", doc_, begin);
-      }
-      const char* quote = field.key().raw() - 1;
-      const char* key_end = nullptr;
-      const std::string_view key = plainKey(quote, &key_end);
-      if (key_end == nullptr) {
-        return walkError("a key the filter reads is written with an escape", doc_, quote);
-      }
-      std::optional<std::string_view>* slot = key == "filename"      ? &fields.filename
-                                              : key == "url"         ? &fields.url
-                                              : key == "upload-time" ? &fields.upload_time
-                                                                     : nullptr;
-      if (slot == nullptr) {
-        continue;
-      }
-      const char* value_begin = valueAfterKey(key_end);
-      if (slot->has_value()) {
-        return walkError("a file member is repeated", doc_, quote);
-      }
-      if (slot == &fields.upload_time && value_begin != nullptr && *value_begin == '"') {
-        // Read as written: an escaped time is none (as npm's `time`).
-        const char* time_end = endOfJsonString(value_begin);
-        *slot =
-            std::string_view(value_begin + 1, static_cast<std::size_t>(time_end - value_begin - 2));
-        continue;
-      }
-      if (slot == &fields.upload_time && value_begin != nullptr && *value_begin == 'n') {
-        *slot = std::string_view();  // null: no time
-        continue;
-      }
-      std::string_view text;
-      if (value_begin == nullptr || *value_begin != '"' ||
-          field.value().get_string().get(text) != simdjson::SUCCESS) {
-        return walkError("a file member is not a string", doc_, value_begin);
-      }
-      *slot = text;
+    const auto read = readMembers(
+        object, begin, doc_,
+        [&](std::string_view key, const char* quote, const char* value_begin,
+            ondemand::field& field) -> std::optional<MetadataError> {
+          std::optional<std::string_view>* slot = key == "filename"      ? &fields.filename
+                                                  : key == "url"         ? &fields.url
+                                                  : key == "upload-time" ? &fields.upload_time
+                                                                         : nullptr;
+          if (slot == nullptr) {
+            return std::nullopt;
+          }
+          if (slot->has_value()) {
+            return walkError("a file member is repeated", doc_, quote).error();
+          }
+          if (slot == &fields.upload_time && value_begin != nullptr && *value_begin == '"') {
+            // Read as written: an escaped time is none (as npm's `time`).
+            const char* time_end = endOfJsonString(value_begin);
+            *slot = std::string_view(value_begin + 1,
+                                     static_cast<std::size_t>(time_end - value_begin - 2));
+            return std::nullopt;
+          }
+          if (slot == &fields.upload_time && value_begin != nullptr && *value_begin == 'n') {
+            *slot = std::string_view();  // null: no time
+            return std::nullopt;
+          }
+          std::string_view text;
+          if (value_begin == nullptr || *value_begin != '"' ||
+              field.value().get_string().get(text) != simdjson::SUCCESS) {
+            return walkError("a file member is not a string", doc_, value_begin).error();
+          }
+          *slot = text;
+          return std::nullopt;
+        });
+    if (!read.ok()) {
+      return Err{read.error()};
     }
     if (!fields.filename || !fields.url) {
       return walkError("a file has no filename or no url", doc_, begin);
@@ -269,17 +265,6 @@ class SimpleJsonFilter {
   bool has_files_ = false;
 };
 
-struct CountingSink {
-  std::size_t size = 0;
-  void put(std::string_view s) { size += s.size(); }
-  void put(char) { ++size; }
-};
-struct StringSink {
-  std::string& out;
-  void put(std::string_view s) { out.append(s); }
-  void put(char c) { out.push_back(c); }
-};
-
 }  // namespace
 
 Result<FilteredSimplePage, MetadataError> filterSimpleJson(std::string& document,
@@ -291,24 +276,10 @@ Result<FilteredSimplePage, MetadataError> filterSimpleJson(std::string& document
     return Err{MetadataError{"not a project name", 0}};
   }
   const PaddedDocument doc(document);
-  if (doc.paddedSize() >= std::numeric_limits<std::uint32_t>::max()) {
-    return Err{MetadataError{"larger than 4 GiB", 0}};
-  }
   SimpleJsonFilter filter(doc, *normalized);
-  FilteredSimplePage out;
-  {
-    ondemand::parser parser;  // its index is freed before the output is allocated
-    if (auto read = filter.read(parser); !read.ok()) {
-      return Err{read.error()};
-    }
-    filter.judge(judge, order, out);
-  }
-  CountingSink count;
-  filter.write(count);
-  out.body.reserve(count.size);
-  StringSink sink{out.body};
-  filter.write(sink);
-  return out;
+  return runFilter<FilteredSimplePage>(
+      doc, filter, &FilteredSimplePage::body,
+      [&](FilteredSimplePage& out) { filter.judge(judge, order, out); });
 }
 
 }  // namespace sluice::proxy::packages

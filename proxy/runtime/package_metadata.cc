@@ -6,6 +6,7 @@
 #include "policy/package_verdict.h"
 #include "proxy/packages/media_type.h"
 #include "proxy/packages/npm_packument_filter.h"
+#include "proxy/packages/pypi_json_api_filter.h"
 #include "proxy/packages/pypi_simple_filter.h"
 #include "proxy/packages/version_order.h"
 
@@ -15,7 +16,8 @@ namespace {
 using policy::MetadataForm;
 using policy::Reason;
 
-constexpr std::string_view kNpmFull = "application/json";
+constexpr std::string_view kJson = "application/json";
+constexpr std::string_view kNpmFull = kJson;
 constexpr std::string_view kNpmAbbreviated = "application/vnd.npm.install-v1+json";
 constexpr std::string_view kSimpleJson = "application/vnd.pypi.simple.v1+json";
 constexpr std::string_view kSimpleHtmlV1 = "application/vnd.pypi.simple.v1+html";
@@ -136,6 +138,19 @@ void refuseType(const policy::PackageRequest& package, std::string_view what, st
 
 constexpr packages::VersionOrder kOrder{&packages::compareVersions, &packages::isPrerelease};
 
+// A version document whose version the policy refuses (`version`: the one it describes, as it
+// spells it), refused with that version's reason.
+void refuseVersion(const policy::PackageRequest& package, std::string_view version, Reason reason,
+                   std::string_view advisory, ServedMetadata& out) {
+  out.reason = reason;
+  out.advisory.assign(advisory);
+  out.detail = std::string(policy::toString(package.ecosystem)) + " package '" + package.name +
+               "' " + shownVersion(version) + " (the version '" + package.version + "' names) ";
+  out.detail += reason == Reason::PackageTooNew
+                    ? "is younger than packages.min_age, or sluice does not know its age"
+                    : "is named by advisory " + out.advisory;
+}
+
 // `content_type`: the origin's whole value, served again as it was (its parameters, a charset,
 // kept); `type` its media type.
 void serveNpm(const policy::PackageRequest& package, const packages::VersionJudge& judge,
@@ -152,13 +167,8 @@ void serveNpm(const policy::PackageRequest& package, const packages::VersionJudg
       return;
     }
     if (!judged->verdict.keeps()) {
-      out.reason = judged->verdict.reason;
-      out.advisory.assign(judged->verdict.advisory);
-      out.detail = "npm package '" + package.name + "' " + shownVersion(judged->version) +
-                   " (the version '" + package.version + "' names) ";
-      out.detail += out.reason == Reason::PackageTooNew
-                        ? "is younger than packages.min_age, or sluice does not know its age"
-                        : "is named by advisory " + out.advisory;
+      refuseVersion(package, judged->version, judged->verdict.reason, judged->verdict.advisory,
+                    out);
       return;
     }
     out.body = std::move(document);
@@ -220,6 +230,37 @@ void servePypiSimple(const policy::PackageRequest& package, const packages::Vers
                                                     : std::string("text/html; charset=utf-8");
 }
 
+// PyPI's JSON API (docs/packages.md#metadata): the package's document loses what the simple
+// page would; a version document whose version went is refused with its reason, as npm's is.
+void servePypiJsonApi(const policy::PackageRequest& package, const packages::VersionJudge& judge,
+                      std::string_view content_type, std::string_view type, std::string& document,
+                      ServedMetadata& out) {
+  if (!isType(type, kJson)) {
+    refuseType(package, "JSON API document", type, out);
+    return;
+  }
+  auto filtered = packages::filterPypiJsonApi(document, package.name, judge, kOrder);
+  if (!filtered) {
+    refuseDocument(package, "JSON API document", filtered.error(), out);
+    return;
+  }
+  out.removed = std::move(filtered->removed);
+  if (package.kind == policy::PackageRequestKind::VersionMetadata &&
+      filtered->info_version_removed) {
+    const auto gone = std::find_if(
+        out.removed.begin(), out.removed.end(), [&](const packages::RemovedVersion& r) {
+          return r.whole &&
+                 kOrder.compare(policy::Ecosystem::Pypi, r.version, filtered->info_version) == 0;
+        });
+    refuseVersion(package, filtered->info_version,
+                  gone != out.removed.end() ? gone->reason : Reason::PackageTooNew,
+                  gone != out.removed.end() ? std::string_view(gone->advisory) : "", out);
+    return;
+  }
+  out.body = std::move(filtered->body);
+  out.content_type.assign(content_type);
+}
+
 }  // namespace
 
 void ServedMetadata::clear() {
@@ -238,9 +279,9 @@ bool filtersMetadata(const policy::Policy& policy, const packages::AdvisoryIndex
   if (!policy.packages || method != "GET") {
     return false;
   }
+  // (Every form: a package's versions, or one version's document.)
   const bool metadata = package.kind == policy::PackageRequestKind::Metadata ||
-                        (package.kind == policy::PackageRequestKind::VersionMetadata &&
-                         package.form == MetadataForm::NpmVersion);
+                        package.kind == policy::PackageRequestKind::VersionMetadata;
   return metadata &&
          ((advisories != nullptr && advisories->namesPackage(package.ecosystem, package.name)) ||
           policy::ageRuleApplies(*policy.packages, package.ecosystem, package.name));
@@ -279,11 +320,10 @@ void serveFilteredMetadata(const policy::PackageSettings& settings, const Metada
       servePypiSimple(package, judge, content_type, type, form, document, out);
       return;
     case MetadataForm::PypiJson:
+      servePypiJsonApi(package, judge, content_type, type, document, out);
+      return;
     case MetadataForm::None:
-      refuseInvalid(package, "JSON API document",
-                    "sluice filters PyPI's simple index, not its JSON API, and this package's "
-                    "metadata is filtered (an advisory names it, or packages.min_age applies)",
-                    out);
+      refuseInvalid(package, "document", "it is no metadata sluice reads", out);
       return;
   }
 }

@@ -72,8 +72,9 @@ struct ServedMetadata {
 //     of the version it names (a dist-tag resolves to a blocked version: package_malicious).
 //   - PyPI simple page: JSON filtered and served as JSON or rendered as HTML; an HTML page
 //     (from an origin without JSON) filtered as HTML.
-//   - PyPI JSON API: refused (package_metadata_invalid): sluice reads no filter for it yet, and
-//     an advisory names the package.
+//   - PyPI JSON API (`application/json`): the package's document loses the files and releases
+//     the simple page would (pypi_json_api_filter.h), `info` served as it was; a version's
+//     document is served filtered, or refused with the reason of the version it describes.
 // Any other type, or a document the filter refuses, is package_metadata_invalid.
 void serveFilteredMetadata(const policy::PackageSettings& settings, const MetadataFacts& facts,
                            const policy::PackageRequest& package, std::string_view content_type,

@@ -244,8 +244,8 @@ bool Exchange::refusePackage(policy::Decision& d) {
   const bool report = sandbox().mode == policy::SandboxMode::Report;
   const bool filters = filtersMetadata(*sandbox().policy, host_.sandboxView().advisories,
                                        judged.package, record_.method);
-  // (An npm version document is held and judged with the time the sandbox knows; a HEAD of one
-  // reveals no version, and may name a dist-tag rather than a version.)
+  // (A GET of a version document is held and filtered. A HEAD of a PyPI one is judged by the
+  // time the sandbox knows; of an npm one it is not: it may name a dist-tag, not a version.)
   const bool names_one_version =
       judged.package.kind == policy::PackageRequestKind::File ||
       (judged.package.kind == policy::PackageRequestKind::VersionMetadata &&

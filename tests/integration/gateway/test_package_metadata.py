@@ -170,6 +170,40 @@ def test_pypi_pages_are_filtered_in_the_form_the_client_asked_for(firewall, reg,
     assert asked and all(e["accept"].startswith(SIMPLE_JSON) for e in asked), asked
 
 
+def test_pypi_json_api_is_filtered(firewall, reg, advisories):
+    """PyPI's JSON API loses what the simple page loses; `info` stays as the origin wrote it; a
+    version's document of a refused version is refused with its reason (docs/packages.md#metadata)."""
+    gw = firewall({"advisories": [advisories]})
+    path = lambda version=None: reg.pypi.json_api_url("lib-b", version).split(str(reg.port), 1)[1]
+    r = get(gw, reg, path(), "Accept-Encoding: gzip")
+    assert r.http_code == 200, (r.http_code, r.body)
+    assert r.final.header("Content-Type") == "application/json"
+    assert r.final.header("Sluice-Removed") == "1" and r.final.header("Content-Encoding") is None
+    doc, origin = json.loads(r.body), reg.pypi.json_api("lib-b")
+    assert set(doc["releases"]) == set(origin["releases"]) - {"1.2.0"}
+    assert doc["releases"]["1.1.0"] == origin["releases"]["1.1.0"]
+    assert doc["info"] == origin["info"] and origin["info"]["version"] == "1.2.0"
+    assert doc["urls"] == []  # 1.2.0's files
+    record = [rec for rec in gw.audit.since(0) if (rec["url"] or "").endswith(path())][-1]
+    assert record["package"]["kind"] == "metadata" and \
+        record["package"]["removed"]["versions"][0]["advisory"] == "MAL-2026-301", record
+    # One version's document: served filtered, or refused with the version's reason.
+    r = get(gw, reg, path("1.1.0"))
+    assert r.http_code == 200 and json.loads(r.body) == reg.pypi.json_api("lib-b", "1.1.0")
+    r = get(gw, reg, path("1.2.0"))
+    assert r.http_code == 403 and r.sluice_reason == "package_malicious", (r.http_code, r.body)
+    assert b"MAL-2026-301" in r.body
+    # With the age rule, the releases younger than 7 days go.
+    gw = firewall({"min_age": "7d"})
+    r = get(gw, reg, path())
+    assert r.http_code == 200, (r.http_code, r.body)
+    older = {v for v, rel in reg.pypi.projects["lib-b"].items()
+             if rel.published <= reg.pypi.now - 7 * 24 * 3600}
+    assert set(json.loads(r.body)["releases"]) == older and "1.1.0" in older, older
+    r = get(gw, reg, path("1.2.0"))
+    assert r.http_code == 403 and r.sluice_reason == "package_too_new", (r.http_code, r.body)
+
+
 def test_a_page_that_is_not_its_type_is_refused(firewall, reg, advisories):
     """HTML under PEP 691's JSON type: refused, not read as either."""
     reg.pypi.replace_document("lib-b", reg.pypi.simple_html("lib-b").encode(), forms=("json",))

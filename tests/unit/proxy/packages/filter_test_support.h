@@ -124,4 +124,20 @@ inline bool isSimplePrerelease(policy::Ecosystem, std::string_view version) {
 }
 inline const VersionOrder kSimpleOrder{&compareSimpleVersions, &isSimplePrerelease};
 
+// PyPI's filters' tests: a string order is enough, the tests' versions compare as their bytes
+// do, but "1.0.0" and "1.0" (one PEP 440 version) compare equal, as pep440.h has it.
+inline int compareTrimmedVersions(policy::Ecosystem, std::string_view a, std::string_view b) {
+  const auto trim = [](std::string_view v) {
+    while (v.size() > 2 && v.substr(v.size() - 2) == ".0") {
+      v.remove_suffix(2);
+    }
+    return v;
+  };
+  a = trim(a);
+  b = trim(b);
+  return a < b ? -1 : (a == b ? 0 : 1);
+}
+inline bool noPrerelease(policy::Ecosystem, std::string_view) { return false; }
+inline const VersionOrder kPypiOrder{&compareTrimmedVersions, &noPrerelease};
+
 }  // namespace sluice::proxy::packages::testing

@@ -16,21 +16,7 @@ namespace {
 using policy::Reason;
 using testing::TableJudge;
 
-// A string order is enough here: the tests' versions compare as their bytes do, but "1.0.0"
-// and "1.0" (one PEP 440 version) compare equal, as pep440.h has it.
-int comparePypi(policy::Ecosystem, std::string_view a, std::string_view b) {
-  const auto trim = [](std::string_view v) {
-    while (v.size() > 2 && v.substr(v.size() - 2) == ".0") {
-      v.remove_suffix(2);
-    }
-    return v;
-  };
-  a = trim(a);
-  b = trim(b);
-  return a < b ? -1 : (a == b ? 0 : 1);
-}
-bool noPrerelease(policy::Ecosystem, std::string_view) { return false; }
-const VersionOrder kPypiOrder{&comparePypi, &noPrerelease};
+using testing::kPypiOrder;
 
 struct File {
   std::string filename;

@@ -105,7 +105,7 @@ TEST(FiltersMetadata, EveryPackageTheAgeRuleAppliesTo) {
       {"exempt elsewhere", {"@myorg/*"}, true, Ecosystem::Npm, "GET", "/left-pad", true},
       {"PyPI simple page", {}, true, Ecosystem::Pypi, "GET", "/simple/foo-bar/", true},
       {"PyPI JSON API", {}, true, Ecosystem::Pypi, "GET", "/pypi/foo-bar/json", true},
-      {"PyPI version JSON", {}, true, Ecosystem::Pypi, "GET", "/pypi/foo-bar/2.0/json", false},
+      {"PyPI version JSON", {}, true, Ecosystem::Pypi, "GET", "/pypi/foo-bar/2.0/json", true},
       {"PyPI exempt, other spelling",
        {"My_Pkg"},
        true,
@@ -320,15 +320,44 @@ TEST(ServeFilteredMetadata, PypiHtmlHasNoTimesOnlyLearnedOnes) {
   EXPECT_TRUE(served.uploaded.empty());
 }
 
-// No filter reads PyPI's JSON API yet (docs/packages.md#metadata): with the age rule it is
-// refused for every package the rule applies to, never passed on unfiltered.
-TEST(ServeFilteredMetadata, PypiJsonApiIsRefusedUnderTheAgeRule) {
-  const ServedMetadata served =
+// PyPI's JSON API under the age rule (docs/packages.md#the-age-rule): a release too new goes,
+// a late file of an old release goes alone, every upload time is handed back to be learned; a
+// version's document of a release too new is refused.
+TEST(ServeFilteredMetadata, PypiJsonApiLosesWhatIsTooNew) {
+  const std::vector<test_support::JsonApiRelease> releases = {
+      {"1.0", {{"foo_bar-1.0.tar.gz", kMonthAgo}, {"foo_bar-1.0-cp312-none-any.whl", kHourAgo}}},
+      {"2.0", {{"foo_bar-2.0.tar.gz", kTwoHoursAgo}}}};
+  const ServedMetadata package =
       serve(ageSettings(), request(Ecosystem::Pypi, "/pypi/foo-bar/json"), "application/json",
-            R"({"info":{"name":"foo-bar","version":"2.0"},"releases":{}})");
-  EXPECT_EQ(served.reason, Reason::PackageMetadataInvalid);
-  EXPECT_TRUE(served.body.empty());
-  EXPECT_NE(served.detail.find("JSON API"), std::string::npos) << served.detail;
+            test_support::pypiJsonApi("2.0", releases, true));
+  ASSERT_EQ(package.reason, Reason::None) << package.detail;
+  EXPECT_EQ(removedVersions(package), (std::vector<std::string>{"1.0", "2.0"}));
+  EXPECT_FALSE(package.removed[0].whole);  // 1.0 kept its sdist
+  EXPECT_TRUE(package.removed[1].whole);
+  EXPECT_NE(package.body.find(R"("releases":{"1.0":[{"filename":"foo_bar-1.0.tar.gz")"),
+            std::string::npos)
+      << package.body;
+  EXPECT_EQ(package.body.find("cp312"), std::string::npos) << package.body;
+  EXPECT_EQ(package.body.find("foo_bar-2.0"), std::string::npos) << package.body;
+  EXPECT_EQ(package.uploaded, (Published{{"foo_bar-1.0.tar.gz", kMonthAgoMs},
+                                         {"foo_bar-1.0-cp312-none-any.whl", kHourAgoMs},
+                                         {"foo_bar-2.0.tar.gz", kTwoHoursAgoMs}}));
+
+  const ServedMetadata old_release =
+      serve(ageSettings(), request(Ecosystem::Pypi, "/pypi/foo-bar/1.0/json"), "application/json",
+            test_support::pypiJsonApi("1.0", releases, false));
+  ASSERT_EQ(old_release.reason, Reason::None) << old_release.detail;
+  EXPECT_NE(old_release.body.find("foo_bar-1.0.tar.gz"), std::string::npos);
+  EXPECT_EQ(old_release.body.find("cp312"), std::string::npos) << old_release.body;
+
+  const ServedMetadata too_new =
+      serve(ageSettings(), request(Ecosystem::Pypi, "/pypi/foo-bar/2.0/json"), "application/json",
+            test_support::pypiJsonApi("2.0", releases, false));
+  EXPECT_EQ(too_new.reason, Reason::PackageTooNew);
+  EXPECT_TRUE(too_new.body.empty());
+  EXPECT_EQ(too_new.detail,
+            "pypi package 'foo-bar' 2.0 (the version '2.0' names) is younger than "
+            "packages.min_age, or sluice does not know its age");
 }
 
 }  // namespace

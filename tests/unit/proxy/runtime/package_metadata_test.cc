@@ -134,8 +134,10 @@ TEST(FiltersMetadata, OnlyAGetOfMetadataOfAPackageAnAdvisoryNames) {
        policy::PackageRequestKind::Metadata, false},
       {"PyPI JSON API", true, true, Ecosystem::Pypi, "GET", "/pypi/foo-bar/json",
        policy::PackageRequestKind::Metadata, true},
-      {"PyPI version JSON (its version is judged at the request)", true, true, Ecosystem::Pypi,
-       "GET", "/pypi/foo-bar/2.0/json", policy::PackageRequestKind::VersionMetadata, false},
+      {"PyPI version JSON", true, true, Ecosystem::Pypi, "GET", "/pypi/foo-bar/2.0/json",
+       policy::PackageRequestKind::VersionMetadata, true},
+      {"PyPI version JSON HEAD", true, true, Ecosystem::Pypi, "HEAD", "/pypi/foo-bar/2.0/json",
+       policy::PackageRequestKind::VersionMetadata, false},
       {"PyPI package no advisory names", true, true, Ecosystem::Pypi, "GET", "/simple/other/",
        policy::PackageRequestKind::Metadata, false},
       {"PyPI file", true, true, Ecosystem::Pypi, "GET", "/packages/ab/cd/foo_bar-2.0.tar.gz",
@@ -366,14 +368,54 @@ TEST(ServeFilteredMetadata, PypiHtmlFromTheOriginIsFilteredAsHtml) {
   }
 }
 
-TEST(ServeFilteredMetadata, PypiJsonApiIsRefused) {
-  const ServedMetadata served =
+// PyPI's JSON API (docs/packages.md#metadata): the package's document loses the release an
+// advisory names, `info` kept as it was; a version's document is served, or refused with the
+// reason of the version it describes; another type is refused.
+TEST(ServeFilteredMetadata, PypiJsonApiLosesWhatAnAdvisoryNames) {
+  const std::vector<test_support::JsonApiRelease> releases = {
+      {"1.0", {{"foo_bar-1.0.tar.gz", "2020-01-01T00:00:00.000000Z"}}},
+      {"2.0",
+       {{"foo_bar-2.0.tar.gz", "2021-01-01T00:00:00.000000Z"},
+        {"foo_bar-2.0-py3-none-any.whl", "2021-01-01T00:00:00.000000Z"}}}};
+  const ServedMetadata package =
       serve(request(Ecosystem::Pypi, "/pypi/foo-bar/json"), "application/json",
-            R"({"info":{"name":"foo-bar","version":"2.0"},"releases":{}})");
-  EXPECT_EQ(served.reason, Reason::PackageMetadataInvalid);
-  EXPECT_TRUE(served.body.empty());
-  EXPECT_NE(served.detail.find("JSON API"), std::string::npos) << served.detail;
-  EXPECT_NE(served.detail.find("'foo-bar'"), std::string::npos) << served.detail;
+            test_support::pypiJsonApi("2.0", releases, true));
+  ASSERT_EQ(package.reason, Reason::None) << package.detail;
+  EXPECT_EQ(package.content_type, "application/json");
+  EXPECT_EQ(removedVersions(package), std::vector<std::string>{"2.0"});
+  EXPECT_EQ(package.removed[0].advisory, kMalPypi);
+  EXPECT_EQ(package.body.find("foo_bar-2.0"), std::string::npos) << package.body;
+  EXPECT_NE(package.body.find(R"("releases":{"1.0":[{"filename":"foo_bar-1.0.tar.gz")"),
+            std::string::npos)
+      << package.body;
+  EXPECT_NE(package.body.find(R"("info":{"name":"foo-bar","version":"2.0","summary":"s"})"),
+            std::string::npos)
+      << package.body;
+  EXPECT_NE(package.body.find(R"("urls":[])"), std::string::npos) << package.body;
+
+  const ServedMetadata kept =
+      serve(request(Ecosystem::Pypi, "/pypi/foo-bar/1.0/json"), "application/json; charset=utf-8",
+            test_support::pypiJsonApi("1.0", releases, false));
+  ASSERT_EQ(kept.reason, Reason::None) << kept.detail;
+  EXPECT_EQ(kept.content_type, "application/json; charset=utf-8");
+  EXPECT_NE(kept.body.find("foo_bar-1.0.tar.gz"), std::string::npos) << kept.body;
+  EXPECT_TRUE(kept.removed.empty());
+
+  const ServedMetadata refused =
+      serve(request(Ecosystem::Pypi, "/pypi/foo-bar/2.0.0/json"), "application/json",
+            test_support::pypiJsonApi("2.0", releases, false));
+  EXPECT_EQ(refused.reason, Reason::PackageMalicious);
+  EXPECT_EQ(refused.advisory, kMalPypi);
+  EXPECT_TRUE(refused.body.empty());
+  EXPECT_EQ(refused.detail,
+            "pypi package 'foo-bar' 2.0 (the version '2.0.0' names) is named by "
+            "advisory MAL-2025-2");
+
+  const ServedMetadata html = serve(request(Ecosystem::Pypi, "/pypi/foo-bar/json"), "text/html",
+                                    test_support::pypiJsonApi("2.0", releases, true));
+  EXPECT_EQ(html.reason, Reason::PackageMetadataInvalid);
+  EXPECT_NE(html.detail.find("JSON API document"), std::string::npos) << html.detail;
+  EXPECT_NE(html.detail.find("'foo-bar'"), std::string::npos) << html.detail;
 }
 
 TEST(ServeFilteredMetadata, AMalformedDocumentIsRefusedWithWhereItBroke) {

@@ -33,6 +33,48 @@ inline std::string manifest(std::string_view version) {
          std::string(version) + R"(.tgz","integrity":"sha512-AAAA=="}})";
 }
 
+// A PyPI JSON API document of foo-bar (https://warehouse.pypa.io/api-reference/json.html):
+// `releases` (when `with_releases`: the package's document) of each version's files with their
+// upload times, and `urls` the files of `info_version`.
+struct JsonApiFile {
+  std::string_view filename;
+  std::string_view uploaded;  // upload_time_iso_8601
+};
+struct JsonApiRelease {
+  std::string_view version;
+  std::vector<JsonApiFile> files;
+};
+inline std::string pypiJsonApi(std::string_view info_version,
+                               const std::vector<JsonApiRelease>& releases, bool with_releases) {
+  const auto files = [](const JsonApiRelease& release) {
+    std::string out = "[";
+    for (const JsonApiFile& f : release.files) {
+      out += std::string(out.size() > 1 ? "," : "") + R"({"filename":")" + std::string(f.filename) +
+             R"(","url":"https://files.example/p/)" + std::string(f.filename) +
+             R"(","upload_time_iso_8601":")" + std::string(f.uploaded) +
+             R"(","digests":{"sha256":"abcd"}})";
+    }
+    return out + "]";
+  };
+  std::string doc = R"({"info":{"name":"foo-bar","version":")" + std::string(info_version) +
+                    R"(","summary":"s"},"last_serial":7,)";
+  if (with_releases) {
+    doc += R"("releases":{)";
+    for (const JsonApiRelease& release : releases) {
+      doc += std::string(doc.back() == '{' ? "" : ",") + '"' + std::string(release.version) +
+             "\":" + files(release);
+    }
+    doc += "},";
+  }
+  std::string urls = "[]";
+  for (const JsonApiRelease& release : releases) {
+    if (release.version == info_version) {
+      urls = files(release);
+    }
+  }
+  return doc + R"("urls":)" + urls + R"(,"vulnerabilities":[]})";
+}
+
 // The versions a filter removed, in its order.
 inline std::vector<std::string> removedVersions(const ServedMetadata& served) {
   std::vector<std::string> versions;

@@ -19,7 +19,7 @@ using policy::Reason;
 constexpr std::string_view kJson = "application/json";
 constexpr std::string_view kNpmFull = kJson;
 constexpr std::string_view kNpmAbbreviated = "application/vnd.npm.install-v1+json";
-constexpr std::string_view kSimpleJson = "application/vnd.pypi.simple.v1+json";
+constexpr std::string_view kSimpleJson = kSimpleJsonType;
 constexpr std::string_view kSimpleHtmlV1 = "application/vnd.pypi.simple.v1+html";
 // PEP 691's alias for the newest version of the JSON form, which v1 is.
 constexpr std::string_view kSimpleJsonLatest = "application/vnd.pypi.simple.latest+json";

@@ -31,6 +31,8 @@ bool filtersMetadata(const policy::Policy& policy, const packages::AdvisoryIndex
 // under the type it named.
 enum class SimplePageForm : std::uint8_t { Json, HtmlV1, Html };
 SimplePageForm simplePageFormFor(std::string_view client_accept);
+// PEP 691's JSON form of a simple page.
+inline constexpr std::string_view kSimpleJsonType = "application/vnd.pypi.simple.v1+json";
 // What sluice asks a PyPI origin for in the client's place: JSON first, which carries upload
 // times (PEP 700), then HTML from an origin that has only that.
 inline constexpr std::string_view kSimplePageAccept =

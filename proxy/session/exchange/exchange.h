@@ -172,12 +172,13 @@ class Exchange final : private ConnectorClient, private UpstreamEvents, private 
   // The package firewall on a request of a registry rule; true when it refused the request.
   // A request it serves whose metadata is filtered gets its plan (metadata_).
   bool refusePackage(policy::Decision& d);
-  // The age rule on an npm file whose publish time the sandbox never learned (a lockfile
-  // install): its packument is fetched first from the same origin, on the same upstream, to
-  // learn it (docs/packages.md#the-age-rule). True when the fetch is planned.
+  // The age rule on a file whose publish time the sandbox never learned (a lockfile install,
+  // a direct URL): its package's metadata (npm's packument, PyPI's simple page) is fetched
+  // first from the same origin, on the same upstream, to learn it
+  // (docs/packages.md#the-age-rule). True when the fetch is planned.
   bool planPublishTimeFetch(const policy::Rule& rule);
   bool fetchingPublishTime() const { return !publish_time_target_.empty(); }
-  // The packument's head, then its whole body: held, the times learned, then the file refused
+  // The metadata's head, then its whole body: held, the times learned, then the file refused
   // or requested in its turn.
   void publishTimeHead(const http::ResponseHead& head);
   void publishTimeFetched();

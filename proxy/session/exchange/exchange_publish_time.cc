@@ -1,14 +1,14 @@
-// The age rule on an npm file whose publish time the sandbox never learned
-// (docs/packages.md#the-age-rule). A lockfile install (`npm ci`) asks for tarballs only, and a
-// tarball carries no time: before it decides, sluice asks the same origin for the package's
-// packument (its full form, with `time`), over the upstream the file would have taken, with
-// the client's own fields (a private registry's credentials included). The times it gives are
-// learned for the sandbox as if it had asked; then the file is refused (package_too_new) or
-// requested in its turn, on the upstream the packument came over when it may be kept. Nothing
-// of the packument reaches the client, and the file's record is the request's only record.
-//
-// npm only: its packuments live under the registry's path on the tarballs' own host. PyPI's
-// files host (files.pythonhosted.org) is not its index's, which no rule names.
+// The age rule on a file whose publish time the sandbox never learned
+// (docs/packages.md#the-age-rule). A lockfile install (`npm ci`) asks for tarballs only, a
+// direct URL skips the index, and a file carries no time: before it decides, sluice asks the
+// same origin for the package's metadata in the form with times (npm's full packument, PyPI's
+// PEP 691 simple page under the registry's path), over the upstream the file would have
+// taken, with the client's own fields (a private registry's credentials included). The times
+// it gives are learned for the sandbox as if it had asked; then the file is refused
+// (package_too_new) or requested in its turn, on the upstream the metadata came over when it
+// may be kept. Nothing of the metadata reaches the client, and the file's record is the
+// request's only record. An origin with no such metadata (pypi.org's files host, which serves
+// no index) answers 404: the file stays of unknown age, refused.
 #include <spdlog/spdlog.h>
 
 #include "policy/package_verdict.h"
@@ -19,27 +19,36 @@ namespace sluice::proxy::session {
 
 bool Exchange::planPublishTimeFetch(const policy::Rule& rule) {
   const policy::PackageRequest& package = record_.package.package;
-  if (package.ecosystem != policy::Ecosystem::Npm ||
-      package.kind != policy::PackageRequestKind::File || record_.method != "GET" ||
+  if (package.kind != policy::PackageRequestKind::File || record_.method != "GET" ||
       framing_ != http::BodyFraming::None || !rule.registry) {
     return false;
   }
-  // The packument's path as npm itself asks for it: the scope's slash encoded.
+  policy::PackageRequest metadata;
+  metadata.kind = policy::PackageRequestKind::Metadata;
+  metadata.ecosystem = package.ecosystem;
+  metadata.name = package.name;
   publish_time_target_ = rule.registry->path;
-  for (char c : package.name) {
-    if (c == '/') {
-      publish_time_target_ += "%2f";
-    } else {
-      publish_time_target_ += c;
+  std::string_view accept;
+  if (package.ecosystem == policy::Ecosystem::Npm) {
+    // The packument's path as npm itself asks for it: the scope's slash encoded.
+    metadata.form = policy::MetadataForm::NpmPackument;
+    for (char c : package.name) {
+      if (c == '/') {
+        publish_time_target_ += "%2f";
+      } else {
+        publish_time_target_ += c;
+      }
     }
+  } else {
+    // The project's simple page (a normal name is [a-z0-9-]: nothing to encode), as JSON.
+    metadata.form = policy::MetadataForm::PypiSimple;
+    publish_time_target_ += "simple/";
+    publish_time_target_ += package.name;
+    publish_time_target_ += '/';
+    accept = kSimpleJsonType;
   }
-  policy::PackageRequest packument;
-  packument.kind = policy::PackageRequestKind::Metadata;
-  packument.ecosystem = package.ecosystem;
-  packument.form = policy::MetadataForm::NpmPackument;
-  packument.name = package.name;
   const policy::PackageSettings& settings = *sandbox().policy->packages;
-  metadata_.plan(packument, "", settings.max_metadata, host_.runtime().metadata_held.get(),
+  metadata_.plan(metadata, accept, settings.max_metadata, host_.runtime().metadata_held.get(),
                  /*needs_times=*/true);
   return true;
 }
@@ -54,8 +63,9 @@ void Exchange::publishTimeHead(const http::ResponseHead& head) {
   if (refused == policy::Reason::None && !metadata_.holding()) {
     // A 404, a redirect, a 304: no times to learn. The file is refused as of unknown age.
     refused = policy::Reason::PackageTooNew;
-    detail = "npm package '" + record_.package.package.name + "' " +
-             record_.package.package.version +
+    const policy::PackageRequest& package = record_.package.package;
+    detail = std::string(policy::toString(package.ecosystem)) + " package '" + package.name + "' " +
+             package.version +
              ": sluice asked the registry for the package's metadata to learn its publish "
              "time, and it answered " +
              std::to_string(head.status) + " (docs/packages.md#the-age-rule)";
@@ -74,11 +84,12 @@ void Exchange::publishTimeFetched() {
   const std::int64_t now = unixTimeMs();
   const MetadataFacts facts{host_.sandboxView().advisories, now, &known};
   PackageJudgement& judged = record_.package;
-  const ServedMetadata& packument = metadata_.finish(settings, facts);
-  known.learn(judged.package.ecosystem, judged.package.name, packument.published);
-  if (packument.reason == policy::Reason::PackageMetadataInvalid ||
-      packument.reason == policy::Reason::PackageMetadataTooLarge) {
-    deny(packument.reason, packument.detail);
+  const ServedMetadata& fetched = metadata_.finish(settings, facts);
+  known.learn(judged.package.ecosystem, judged.package.name, fetched.published);
+  known.learnPypiFiles(judged.package.name, fetched.uploaded);
+  if (fetched.reason == policy::Reason::PackageMetadataInvalid ||
+      fetched.reason == policy::Reason::PackageMetadataTooLarge) {
+    deny(fetched.reason, fetched.detail);
     return;
   }
   judged.reason = policy::Reason::None;
@@ -91,7 +102,7 @@ void Exchange::publishTimeFetched() {
   }
   SPDLOG_DEBUG("[C{}] {} {}: publish time learned from {}", host_.facts().id, judged.package.name,
                judged.package.version, publish_time_target_);
-  // The file itself now, on the upstream the packument came over when it may carry another
+  // The file itself now, on the upstream the metadata came over when it may carry another
   // request. Its end was read already (a GET without a body), and is sent with its head.
   publish_time_target_.clear();
   metadata_.reset();

@@ -68,13 +68,13 @@ def advisories(scratch):
 def firewall(sluice_binary, bed, reg):
     runners = []
 
-    def make(packages):
+    def make(packages, rules=None):
         runner = Runner(sluice_binary, bed)
         runners.append(runner)
 
         def edit(config, workdir):
             config["policies"]["bed"]["packages"] = packages
-        return Gateway(runner.start(rules=registry_rules(reg), edit=edit), bed)
+        return Gateway(runner.start(rules=rules or registry_rules(reg), edit=edit), bed)
     yield make
     for runner in runners:
         runner.stop_all()
@@ -354,10 +354,30 @@ def test_a_too_new_file_is_refused_whatever_asks_for_it(firewall, reg, scratch):
     assert status.http_code == 403 and b"was published 1 hours ago" in status.body, status.body
     assert not reg.access()[mark:]
     assert get(gw, reg, reg.npm.tarball_path("lib-b", "1.1.0")).http_code == 200
-    # PyPI's files host is not its index's: a wheel whose time sluice never learned is refused
-    # as of unknown age (docs/packages.md#the-age-rule).
-    status = get(gw, reg, reg.pypi.file_url("lib-b", "1.1.0", "wheel").split(str(reg.port), 1)[1])
-    assert status.http_code == 403 and b"no publish time" in status.body, status.body
+    # PyPI: sluice asks the same host for the project's simple page, as JSON, and judges the
+    # wheel by its own upload time (docs/packages.md#the-age-rule).
+    wheel = lambda version: reg.pypi.file("lib-b", version).url_path
+    mark = len(reg.access())
+    status = get(gw, reg, wheel("1.1.0"))
+    assert status.http_code == 200, status.body
+    asked = reg.access()[mark:]
+    assert [e["uri"] for e in asked] == [reg.pypi.project_path("lib-b"), wheel("1.1.0")], asked
+    assert asked[0]["accept"].startswith(SIMPLE_JSON), asked
+    status = get(gw, reg, wheel("1.2.0"))
+    assert status.http_code == 403 and b"this file was uploaded 1 hours ago" in status.body, \
+        status.body
+    # A files host that serves no index (pypi.org's) answers 404: the wheel stays of unknown
+    # age, refused.
+    rules = registry_rules(reg)
+    files_only = firewall({"min_age": "7d"}, [dict(rules[1], name="pypi-files",
+                                                   paths=["/pypi/packages/"],
+                                                   registry={"ecosystem": "pypi",
+                                                             "path": "/pypi/packages/"})] + rules)
+    mark = len(reg.access())
+    status = get(files_only, reg, wheel("1.1.0"))
+    assert status.http_code == 403 and status.sluice_reason == "package_too_new"
+    assert b"answered 404" in status.body, status.body
+    assert [e["uri"] for e in reg.access()[mark:]] == ["/pypi/packages/simple/lib-b/"]
     # npm given the URL, pip given the wheel's: each fails with the reason.
     r, _ = rc.npm_through(gw, reg, scratch, [reg.npm.tarball_url("lib-b", "1.2.0")])
     assert r.returncode != 0 and "package_too_new" in r.stdout + r.stderr, r.stdout + r.stderr

@@ -62,8 +62,8 @@ class PolicyVersionJudge final : public packages::VersionJudge {
     return {};
   }
 
-  // PyPI (docs/packages.md#the-age-rule): a file of a version judge() kept is as old as its
-  // own upload, or as what the sandbox learned of it.
+  // PyPI (docs/packages.md#the-age-rule): a file is as old as its own upload, or as what the
+  // sandbox learned of it by its name. Asked of every file a page lists: each time is learned.
   bool fileTooNew(std::string_view file, std::optional<std::int64_t> uploaded) const override {
     if (uploaded) {
       learned_files_.emplace_back(std::string(file), *uploaded);

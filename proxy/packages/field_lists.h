@@ -21,12 +21,31 @@ inline std::string_view trimOws(std::string_view s) {
   return s;
 }
 
+// The first `delimiter` of `text` outside a quoted-string (RFC 9110 §5.6.4: '"' to '"', a
+// backslash quoting the byte after it), or npos. An unclosed quote runs to the end: what it
+// holds splits nothing.
+inline std::size_t findOutsideQuotes(std::string_view text, char delimiter) {
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted && c == '\\') {
+      ++i;  // the quoted byte, whatever it is
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (!quoted && c == delimiter) {
+      return i;
+    }
+  }
+  return std::string_view::npos;
+}
+
 // Calls `element(text)` for each non-empty element of a comma-separated list (RFC 9110 §5.6.1),
-// trimmed; stops when it returns false.
+// trimmed; stops when it returns false. A comma inside a parameter's quoted value splits
+// nothing (`text/html;x="a,b"` is one element).
 template <typename Element>
 void forEachListElement(std::string_view list, Element element) {
   while (true) {
-    const std::size_t comma = list.find(',');
+    const std::size_t comma = findOutsideQuotes(list, ',');
     const std::string_view item = trimOws(list.substr(0, comma));
     if (!item.empty() && !element(item)) {
       return;

@@ -15,7 +15,7 @@ std::string_view mediaTypeOf(std::string_view content_type) {
 bool acceptListsMediaType(std::string_view accept, std::string_view type) {
   bool listed = false;
   field_lists::forEachListElement(accept, [&](std::string_view element) {
-    const std::size_t semicolon = element.find(';');
+    const std::size_t semicolon = field_lists::findOutsideQuotes(element, ';');
     if (!ascii::iequals(trimOws(element.substr(0, semicolon)), type)) {
       return true;
     }
@@ -23,7 +23,7 @@ bool acceptListsMediaType(std::string_view accept, std::string_view type) {
     std::string_view parameters =
         semicolon == std::string_view::npos ? std::string_view() : element.substr(semicolon + 1);
     while (!parameters.empty()) {
-      const std::size_t next = parameters.find(';');
+      const std::size_t next = field_lists::findOutsideQuotes(parameters, ';');
       const std::string_view parameter = trimOws(parameters.substr(0, next));
       if (parameter.size() >= 2 && ascii::toLower(parameter[0]) == 'q' && parameter[1] == '=') {
         weight = field_lists::parseQvalue(parameter.substr(2));

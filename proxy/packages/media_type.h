@@ -12,7 +12,8 @@ namespace sluice::proxy::packages {
 std::string_view mediaTypeOf(std::string_view content_type);
 
 // Whether `accept` lists `type` itself (not through a wildcard) with a weight above 0. Other
-// parameters are ignored; an element whose q is malformed is ignored.
+// parameters are ignored; an element whose q is malformed is ignored. A parameter's quoted
+// value (RFC 9110 §5.6.4) is one value: its commas and semicolons split nothing.
 bool acceptListsMediaType(std::string_view accept, std::string_view type);
 
 }  // namespace sluice::proxy::packages

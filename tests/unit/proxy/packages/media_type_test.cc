@@ -92,6 +92,14 @@ TEST(AcceptListsMediaType, OnlyTheTypeItselfWithAWeightAboveZeroCounts) {
       {"application/json; charset=utf-8; q=0", kJson, false},
       {"application/json;q=0.5;charset=utf-8", kJson, true},
       {"application/json;level=1", kJson, true},
+      // A quoted parameter value is one value, whatever commas, semicolons or quotes it holds
+      // (RFC 9110 §5.6.4): no type hides in it, and no weight.
+      {"text/html;x=\"a,application/json\"", kJson, false},
+      {"text/html;x=\"a\\\",application/json\"", kJson, false},
+      {"text/html;x=\"a\", application/json", kJson, true},
+      {"application/json;x=\"a;q=0\"", kJson, true},
+      {"application/json;x=\"a,b\";q=0", kJson, false},
+      {"text/html;x=\"unclosed, application/json", kJson, false},
       // Another type is not this one, however alike.
       {"application/jsonx", kJson, false},
       {"application/vnd.npm.install-v1+json", kJson, false},
@@ -114,7 +122,8 @@ TEST(AcceptListsMediaType, OnlyTheTypeItselfWithAWeightAboveZeroCounts) {
   }
 }
 
-// The list helpers the two readers share (field_lists.h): whitespace, empty elements, weights.
+// The list helpers the two readers share (field_lists.h): whitespace, empty elements, quoted
+// strings, weights.
 TEST(FieldLists, ElementsAndWeights) {
   std::string elements;
   field_lists::forEachListElement(" a ,, b\t,c;q=0 ,", [&](std::string_view element) {
@@ -125,6 +134,26 @@ TEST(FieldLists, ElementsAndWeights) {
   int seen = 0;
   field_lists::forEachListElement("a, b, c", [&](std::string_view) { return ++seen < 2; });
   EXPECT_EQ(seen, 2);  // stops when told
+  elements.clear();
+  field_lists::forEachListElement(R"(a;x="1,2", b;y="\",", c)", [&](std::string_view element) {
+    elements += "[" + std::string(element) + "]";
+    return true;
+  });
+  EXPECT_EQ(elements, R"x([a;x="1,2"][b;y="\","][c])x");  // quoted commas split nothing
+
+  constexpr std::size_t kNone = std::string_view::npos;
+  const struct {
+    std::string_view text;
+    std::size_t at;
+  } delimiters[] = {
+      {"a;b", 1},          {R"("a;b";c)", 5},
+      {R"("a\";b";c)", 7},                // an escaped quote does not close
+      {R"("a;b)", kNone},                 // unclosed: the rest is quoted
+      {"", kNone},         {R"(\;)", 1},  // a backslash quotes only inside quotes
+  };
+  for (const auto& d : delimiters) {
+    EXPECT_EQ(field_lists::findOutsideQuotes(d.text, ';'), d.at) << d.text;
+  }
 
   const struct {
     std::string_view text;

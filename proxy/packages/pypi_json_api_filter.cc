@@ -138,11 +138,14 @@ class JsonApiFilter {
       out.invalid_files += file.valid ? 0 : 1;
     }
     // By `order` ("2.0.0" is "2.0"), and by bytes should the order not say so.
-    out.info_version_removed =
-        std::any_of(out.removed.begin(), out.removed.end(), [&](const RemovedVersion& r) {
+    const auto gone =
+        std::find_if(out.removed.begin(), out.removed.end(), [&](const RemovedVersion& r) {
           return r.whole && (r.version == *info_version_ ||
                              order.compare(Ecosystem::Pypi, r.version, *info_version_) == 0);
         });
+    if (gone != out.removed.end()) {
+      out.info_version_removed = static_cast<std::size_t>(gone - out.removed.begin());
+    }
   }
 
   template <class Sink>

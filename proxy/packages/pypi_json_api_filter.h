@@ -42,6 +42,7 @@
 // one version text at a time.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,8 +62,9 @@ struct FilteredJsonApi {
   // files is not whole.
   std::vector<RemovedVersion> removed;
   std::string info_version;  // info.version as the document spells it (unescaped)
-  // info.version (by `order`) is a version that was judged out or lost every file.
-  bool info_version_removed = false;
+  // When info.version (by `order`) was judged out or lost every file: its entry in `removed`
+  // (whose reason a caller refusing a version document gives).
+  std::optional<std::size_t> info_version_removed;
   // Over every file object listed, `urls`' included: kept (written out), judged and removed,
   // dropped unjudged (above).
   std::size_t kept_files = 0, removed_files = 0, invalid_files = 0;

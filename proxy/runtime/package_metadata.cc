@@ -247,14 +247,8 @@ void servePypiJsonApi(const policy::PackageRequest& package, const packages::Ver
   out.removed = std::move(filtered->removed);
   if (package.kind == policy::PackageRequestKind::VersionMetadata &&
       filtered->info_version_removed) {
-    const auto gone = std::find_if(
-        out.removed.begin(), out.removed.end(), [&](const packages::RemovedVersion& r) {
-          return r.whole &&
-                 kOrder.compare(policy::Ecosystem::Pypi, r.version, filtered->info_version) == 0;
-        });
-    refuseVersion(package, filtered->info_version,
-                  gone != out.removed.end() ? gone->reason : Reason::PackageTooNew,
-                  gone != out.removed.end() ? std::string_view(gone->advisory) : "", out);
+    const packages::RemovedVersion& gone = out.removed[*filtered->info_version_removed];
+    refuseVersion(package, filtered->info_version, gone.reason, gone.advisory, out);
     return;
   }
   out.body = std::move(filtered->body);

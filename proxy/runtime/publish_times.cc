@@ -51,15 +51,8 @@ std::optional<std::int64_t> PublishTimes::lookup(const std::string& key) const {
 }
 
 void PublishTimes::learn(policy::Ecosystem ecosystem, std::string_view name, Times versions) {
-  if (versions.empty()) {
-    return;
-  }
-  std::lock_guard lock(mutex_);
-  for (const auto& [version, published] : versions) {
-    if (version.size() <= kMaxVersionLength) {
-      insert(key(ecosystem, name, version), published);
-    }
-  }
+  learnAll(versions, kMaxVersionLength,
+           [&](std::string_view version) { return key(ecosystem, name, version); });
 }
 
 std::optional<std::int64_t> PublishTimes::find(policy::Ecosystem ecosystem, std::string_view name,
@@ -68,15 +61,7 @@ std::optional<std::int64_t> PublishTimes::find(policy::Ecosystem ecosystem, std:
 }
 
 void PublishTimes::learnPypiFiles(std::string_view name, Times files) {
-  if (files.empty()) {
-    return;
-  }
-  std::lock_guard lock(mutex_);
-  for (const auto& [file, uploaded] : files) {
-    if (file.size() <= kMaxFileNameLength) {
-      insert(fileKey(name, file), uploaded);
-    }
-  }
+  learnAll(files, kMaxFileNameLength, [&](std::string_view file) { return fileKey(name, file); });
 }
 
 std::optional<std::int64_t> PublishTimes::findPypiFile(std::string_view name,

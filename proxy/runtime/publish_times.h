@@ -55,6 +55,19 @@ class PublishTimes {
   static std::string key(policy::Ecosystem ecosystem, std::string_view name,
                          std::string_view version);
   static std::string fileKey(std::string_view name, std::string_view file);
+  // Each entry whose text is at most `max_length` bytes, under key_of(text), one lock for all.
+  template <class KeyOf>
+  void learnAll(Times entries, std::size_t max_length, KeyOf key_of) {
+    if (entries.empty()) {
+      return;
+    }
+    std::lock_guard lock(mutex_);
+    for (const auto& [text, published] : entries) {
+      if (text.size() <= max_length) {
+        insert(key_of(text), published);
+      }
+    }
+  }
   void insert(std::string key, std::int64_t published);  // mutex_ held
   std::optional<std::int64_t> lookup(const std::string& key) const;
 

@@ -193,8 +193,11 @@ void fuzz(const std::string& input, const pk::VersionOrder& order, std::uint8_t 
     // The version document: its one group is info.version's.
     check(judge.groups.size() == 1 && judge.groups[0].version == info_version);
     const HashJudge::Group& group = judge.groups[0];
-    check(result->info_version_removed ==
+    check(result->info_version_removed.has_value() ==
           (!group.kept || (group.files > 0 && group.too_new == group.files)));
+    check(!result->info_version_removed ||
+          (*result->info_version_removed < result->removed.size() &&
+           result->removed[*result->info_version_removed].whole));
   }
   for (auto file : root["urls"].get_array()) {
     const std::string_view name = checkFile(file, info_version, order, judge);

@@ -144,7 +144,7 @@ TEST(PypiJsonApi, JudgesEachReleaseOnceThenEachOfItsFiles) {
   EXPECT_EQ(result->removed_files, 3u);  // 1.0's two and the late wheel
   EXPECT_EQ(result->invalid_files, 2u);  // the 1.0 wheel under 2.0 and another project's
   EXPECT_EQ(result->info_version, "3.0");
-  EXPECT_FALSE(result->info_version_removed);
+  EXPECT_EQ(result->info_version_removed, std::nullopt);
   // Each release once, in document order, with its valid files' earliest upload: 2.0's wheel,
   // listed after its sdist; not the hidden 1.0 wheel's earlier one. urls is not judged again.
   EXPECT_EQ(judge.calls, (std::vector<std::pair<std::string, Millis>>{
@@ -199,7 +199,7 @@ TEST(PypiJsonApi, AKeptReleaseThatLostEveryFileGoesWhole) {
   ASSERT_EQ(result->removed.size(), 1u);
   EXPECT_EQ(result->removed[0].reason, Reason::PackageTooNew);
   EXPECT_TRUE(result->removed[0].whole);
-  EXPECT_TRUE(result->info_version_removed);
+  EXPECT_EQ(result->info_version_removed, std::optional<std::size_t>(0));  // its entry
 }
 
 // info.version's release is found by `order`; `info` itself is never rewritten.
@@ -221,7 +221,7 @@ TEST_P(PypiJsonApiInfo, InfoStaysAsItWas) {
   auto result = filterPypiJsonApi(doc, "foo-bar", judge, kPypiOrder);
   ASSERT_TRUE(result.ok()) << result.error().what;
   EXPECT_EQ(result->info_version, GetParam().info_version);
-  EXPECT_EQ(result->info_version_removed, GetParam().info_version_removed);
+  EXPECT_EQ(result->info_version_removed.has_value(), GetParam().info_version_removed);
   EXPECT_EQ(result->body.find(R"({"info":)" + infoJson(GetParam().info_version) + ","), 0u);
   // The urls' file of 3.0 stays exactly when 3.0's did.
   EXPECT_EQ(readOutput(result->body).urls,
@@ -269,7 +269,7 @@ TEST_P(PypiJsonApiVersion, JudgesTheVersionOnceThenEachFile) {
     EXPECT_EQ(result->removed[i].reason, c.expected[i].reason);
     EXPECT_EQ(result->removed[i].whole, c.expected[i].whole);
   }
-  EXPECT_EQ(result->info_version_removed, c.info_version_removed);
+  EXPECT_EQ(result->info_version_removed.has_value(), c.info_version_removed);
   EXPECT_EQ(result->kept_files, c.urls.size());
   EXPECT_EQ(result->removed_files, 3 - c.urls.size());
   EXPECT_EQ(result->invalid_files, 1u);  // the 1.0 wheel
